@@ -1,0 +1,53 @@
+#include "blocking.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "caches.hpp"
+
+namespace fastgemm {
+namespace {
+
+int64_t env_size(const char* name) {
+    const char* s = std::getenv(name);
+    if (!s || !*s) return 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(s, &end, 10);
+    return (end && *end == '\0' && v > 0) ? v : 0;
+}
+
+int64_t round_down(int64_t x, int64_t m) { return std::max(m, x / m * m); }
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+Blocking blocking_for(int mr, int nr, int s) {
+    const Caches& c = caches();
+    const CacheLevel &l1 = c.l1d, &l2 = c.l2, &l3 = c.l3;
+
+    // L1: the MR x KC sliver of A gets C_Ar ways, the KC x NR sliver of B the rest, so that
+    // streaming A slivers never evict the B sliver the microkernel keeps reusing.
+    const int64_t sets1 = l1.size / (l1.ways * l1.line);
+    const int64_t car = std::max<int64_t>(1, (l1.ways - 1) * mr / (mr + nr));
+    int64_t kc = car * sets1 * l1.line / (mr * s);
+
+    // L2: the MC x KC block of A fills the ways left after one for the B sliver and one for C.
+    const int64_t way2 = l2.size / l2.ways;
+    const int64_t b_ways2 = ceil_div(kc * nr * s, way2);
+    const int64_t cac = std::max<int64_t>(1, l2.ways - 1 - b_ways2);
+    int64_t mc = cac * way2 / (kc * s);
+
+    // L3: the KC x NC panel of B takes what the A block leaves, capped so the packed panel
+    // stays a modest allocation when L3 is large and shared.
+    const int64_t way3 = l3.size / l3.ways;
+    const int64_t a_ways3 = ceil_div(mc * kc * s, way3);
+    const int64_t cbc = std::max<int64_t>(1, l3.ways - 1 - a_ways3);
+    int64_t nc = std::min<int64_t>(cbc * way3 / (kc * s), 8192);
+
+    if (int64_t v = env_size("FASTGEMM_KC")) kc = v;
+    if (int64_t v = env_size("FASTGEMM_MC")) mc = v;
+    if (int64_t v = env_size("FASTGEMM_NC")) nc = v;
+    return {round_down(mc, mr), std::max<int64_t>(kc, 1), round_down(nc, nr)};
+}
+
+}  // namespace fastgemm

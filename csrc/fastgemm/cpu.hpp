@@ -1,0 +1,18 @@
+// What this CPU and the OS's saved register state let us execute, read once.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace fastgemm {
+
+struct CpuFeatures {
+    bool avx2 = false;     // AVX2 + FMA + OS saves ymm
+    bool avx512 = false;   // AVX-512 F/BW/VL/DQ + OS saves zmm and opmask
+    bool neon = false;
+    std::vector<std::string> names;  // for info(): every flag we looked at and found
+};
+
+const CpuFeatures& cpu_features();
+
+}  // namespace fastgemm

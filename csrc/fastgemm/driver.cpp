@@ -1,0 +1,121 @@
+#include "driver.hpp"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "scratch.hpp"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace fastgemm {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t m) { return ceil_div(a, m) * m; }
+int64_t align64(int64_t bytes) { return round_up(bytes, 64); }
+
+constexpr int kMaxTile = 32 * 64;  // largest MR x NR of any kernel
+
+// How `threads` threads split one macro-kernel: tm groups along M (each its own A blocks),
+// tn along the NR slivers of the shared B panel. Split M while every group still gets a few
+// MR slivers (balanced to within ~25%), N for the rest.
+struct Grid {
+    int tm, tn;
+};
+
+Grid make_grid(int threads, int64_t m, int mr) {
+    const int64_t slivers = ceil_div(m, mr);
+    int tm = threads;
+    while (tm > 1 && (threads % tm != 0 || slivers < 4 * int64_t(tm))) --tm;
+    return {tm, threads / tm};
+}
+
+template <typename T>
+void bounce_tile(const Microkernel<T>& uk, int64_t kc, T alpha, const T* ap, const T* bp, T beta,
+                 T* c, int64_t rsc, int64_t csc, int m, int n) {
+    alignas(64) T tile[kMaxTile];
+    uk.ukernel(kc, alpha, ap, bp, T(0), tile, uk.nr, m, n);
+    for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+            T& cij = c[i * rsc + j * csc];
+            cij = beta == T(0) ? tile[i * uk.nr + j] : tile[i * uk.nr + j] + beta * cij;
+        }
+}
+
+}  // namespace
+
+template <typename T>
+void run_blocked(const Microkernel<T>& uk, const Blocking& bs, int threads, T alpha,
+                 View<const T> a, View<const T> b, T beta, View<T> c) {
+    const int MR = uk.mr, NR = uk.nr;
+    const int64_t m = c.rows, n = c.cols, k = a.cols;
+
+    // Even splits: no thin tail block in k, n or m.
+    const int64_t kc_max = ceil_div(k, ceil_div(k, bs.kc));
+    const int64_t nc_max = round_up(ceil_div(n, ceil_div(n, bs.nc)), NR);
+    const Grid grid = make_grid(threads, m, MR);
+    const int64_t mblocks = round_up(ceil_div(m, bs.mc), grid.tm);
+    const int64_t mc_max = round_up(ceil_div(m, mblocks), MR);
+
+    const int64_t b_bytes = align64(kc_max * nc_max * int64_t(sizeof(T)));
+    const int64_t a_bytes = align64(kc_max * mc_max * int64_t(sizeof(T)));
+    char* scratch = static_cast<char*>(thread_scratch(size_t(b_bytes + a_bytes * threads)));
+    T* bp = reinterpret_cast<T*>(scratch);
+    const bool unit_cs = c.cs == 1;
+
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    {
+#ifdef _OPENMP
+        const int tid = omp_get_thread_num();
+        const int team = omp_get_num_threads();
+#else
+        const int tid = 0, team = 1;
+#endif
+        // The runtime may give fewer threads than asked: re-derive the grid from the team.
+        const Grid g = team == threads ? grid : make_grid(team, m, MR);
+        const int gm = tid / g.tn, gn = tid % g.tn;
+        T* ap = reinterpret_cast<T*>(scratch + b_bytes + a_bytes * tid);
+
+        for (int64_t jc = 0; jc < n; jc += nc_max) {
+            const int64_t nc = std::min(nc_max, n - jc);
+            const int64_t slivers = ceil_div(nc, NR);
+            for (int64_t pc = 0; pc < k; pc += kc_max) {
+                const int64_t kc = std::min(kc_max, k - pc);
+                const T beta_pc = pc == 0 ? beta : T(1);
+                uk.pack_b(kc, nc, b.data + pc * b.rs + jc * b.cs, b.rs, b.cs, bp,
+                          slivers * tid / team, slivers * (tid + 1) / team);
+#pragma omp barrier
+                const int64_t s_lo = slivers * gn / g.tn, s_hi = slivers * (gn + 1) / g.tn;
+                for (int64_t ic = int64_t(gm) * mc_max; ic < m; ic += int64_t(g.tm) * mc_max) {
+                    const int64_t mc = std::min(mc_max, m - ic);
+                    uk.pack_a(mc, kc, a.data + ic * a.rs + pc * a.cs, a.rs, a.cs, ap);
+                    for (int64_t s = s_lo; s < s_hi; ++s) {
+                        const int64_t jr = s * NR;
+                        const int nr = int(std::min<int64_t>(NR, nc - jr));
+                        const T* bs_ = bp + jr * kc;
+                        for (int64_t ir = 0; ir < mc; ir += MR) {
+                            const int mr = int(std::min<int64_t>(MR, mc - ir));
+                            T* cij = c.data + (ic + ir) * c.rs + (jc + jr) * c.cs;
+                            if (unit_cs)
+                                uk.ukernel(kc, alpha, ap + ir * kc, bs_, beta_pc, cij, c.rs, mr, nr);
+                            else
+                                bounce_tile(uk, kc, alpha, ap + ir * kc, bs_, beta_pc, cij, c.rs,
+                                            c.cs, mr, nr);
+                        }
+                    }
+                }
+                // The B panel is repacked next round: everyone must be done reading it.
+#pragma omp barrier
+            }
+        }
+    }
+}
+
+template void run_blocked<float>(const Microkernel<float>&, const Blocking&, int, float,
+                                 View<const float>, View<const float>, float, View<float>);
+template void run_blocked<double>(const Microkernel<double>&, const Blocking&, int, double,
+                                  View<const double>, View<const double>, double, View<double>);
+
+}  // namespace fastgemm

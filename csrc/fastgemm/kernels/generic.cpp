@@ -1,0 +1,35 @@
+// Portable C++ kernels: correct on every target, the reference the SIMD kernels are tested
+// against, and the fallback on CPUs without the SIMD sets we have kernels for.
+#include "tile.hpp"
+
+namespace fastgemm {
+namespace {
+
+// A "vector" of one lane: the tile template then reduces to plain scalar loops.
+template <typename Tp>
+struct Scalar {
+    using T = Tp;
+    using reg = Tp;
+    using mask = bool;
+    static constexpr int W = 1;
+    static reg zero() { return T(0); }
+    static reg set1(T x) { return x; }
+    static reg load(const T* p) { return *p; }
+    static reg loadu(const T* p) { return *p; }
+    static void storeu(T* p, reg r) { *p = r; }
+    static mask lanes(int n) { return n > 0; }
+    static reg maskz_loadu(mask m, const T* p) { return m ? *p : T(0); }
+    static void mask_storeu(T* p, mask m, reg r) {
+        if (m) *p = r;
+    }
+    static reg fmadd(reg a, reg b, reg c) { return a * b + c; }
+    static reg mul(reg a, reg b) { return a * b; }
+};
+
+}  // namespace
+
+constexpr KernelSet generic_kernels{"generic", "portable C++",
+                              tile::microkernel<Scalar<float>, 4, 8>(),
+                              tile::microkernel<Scalar<double>, 4, 4>()};
+
+}  // namespace fastgemm

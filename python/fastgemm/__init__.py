@@ -1,0 +1,34 @@
+"""fastgemm: fast matrix multiplication for NumPy arrays.
+
+    import fastgemm as fg
+    c = fg.sgemm(a, b)                        # float32 C = A @ B
+    fg.sgemm(a, b, c, alpha=0.5, beta=1.0)    # BLAS semantics, C updated in place
+    fg.info()                                 # kernel, tile, block sizes, caches, threads
+"""
+from ._blas import dgemm, gemm, sgemm
+from ._runtime import (
+    __version__,
+    available_kernels,
+    get_kernel,
+    get_num_threads,
+    info,
+    set_kernel,
+    set_num_threads,
+    _configure_from_environment,
+)
+
+_configure_from_environment()
+del _configure_from_environment
+
+__all__ = [
+    "__version__",
+    "available_kernels",
+    "dgemm",
+    "gemm",
+    "get_kernel",
+    "get_num_threads",
+    "info",
+    "set_kernel",
+    "set_num_threads",
+    "sgemm",
+]
