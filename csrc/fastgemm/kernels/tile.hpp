@@ -132,23 +132,24 @@ void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t
     }
 }
 
-// Independent FMA chains, enough of them to cover latency x issue width on any core we target,
-// so the loop runs at the FMA units' throughput. Returns the flops done; the caller times it.
+// Independent FMA chains, enough to cover latency x issue width on the cores we target
+// (4 cycles x 2 pipes), few enough that chains plus operands fit in 16 registers (AVX2):
+// a spill would measure the load/store units instead. Returns the flops done; the caller times it.
 template <typename V>
 double fma_loop(int64_t reps) {
     using T = typename V::T;
     using R = typename V::reg;
-    constexpr int CHAINS = 16;
+    constexpr int CHAINS = 12;
     R acc[CHAINS];
-#pragma GCC unroll 16
+#pragma GCC unroll 12
     for (int i = 0; i < CHAINS; ++i) acc[i] = V::set1(T(i));
     const R x = V::set1(T(0.999999)), y = V::set1(T(1e-7));
     for (int64_t r = 0; r < reps; ++r) {
-#pragma GCC unroll 16
+#pragma GCC unroll 12
         for (int i = 0; i < CHAINS; ++i) acc[i] = V::fmadd(acc[i], x, y);
     }
     R sum = acc[0];
-#pragma GCC unroll 16
+#pragma GCC unroll 12
     for (int i = 1; i < CHAINS; ++i) sum = V::mul(sum, acc[i]);
     T out[V::W];
     V::storeu(out, sum);
