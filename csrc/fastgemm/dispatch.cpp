@@ -13,6 +13,8 @@ bool can_run(const KernelSet& ks) {
 #if defined(__x86_64__) || defined(_M_X64)
     if (&ks == &avx512_kernels) return f.avx512;
     if (&ks == &avx2_kernels) return f.avx2;
+#elif defined(__aarch64__)
+    if (&ks == &neon_kernels) return f.neon;
 #endif
     (void)f;
     return &ks == &generic_kernels;
@@ -29,6 +31,8 @@ const std::vector<const KernelSet*>& compiled_kernels() {
     static const std::vector<const KernelSet*> all{
 #if defined(__x86_64__) || defined(_M_X64)
         &avx512_kernels, &avx2_kernels,
+#elif defined(__aarch64__)
+        &neon_kernels,
 #endif
         &generic_kernels};
     return all;

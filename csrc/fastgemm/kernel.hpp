@@ -39,6 +39,8 @@ extern const KernelSet generic_kernels;
 #if defined(__x86_64__) || defined(_M_X64)
 extern const KernelSet avx2_kernels;
 extern const KernelSet avx512_kernels;
+#elif defined(__aarch64__)
+extern const KernelSet neon_kernels;
 #endif
 
 }  // namespace fastgemm

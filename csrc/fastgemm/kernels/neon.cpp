@@ -1,0 +1,72 @@
+// NEON (Advanced SIMD) kernels for aarch64, where NEON is part of the baseline ISA, so this
+// file needs no ISA flags. fp32 8 x 12 and fp64 8 x 6: 24 accumulators, 3 for the B row and
+// 1 broadcast of the 32 128-bit registers.
+//
+// NEON has no masked loads or stores. A partial vector at the right edge of C moves lane by
+// lane (fp32 through a small stack buffer, fp64 by lane insert/extract), so no byte past the
+// last column is ever touched (C may end at a page boundary); full vectors, the common case,
+// take the plain ld1/st1 path.
+#include <arm_neon.h>
+
+#include "tile.hpp"
+
+namespace fastgemm {
+namespace {
+
+struct NeonF32 {
+    using T = float;
+    using reg = float32x4_t;
+    using mask = int;  // how many leading lanes are live
+    static constexpr int W = 4;
+    static reg zero() { return vdupq_n_f32(0.0f); }
+    static reg set1(T x) { return vdupq_n_f32(x); }
+    static reg load(const T* p) { return vld1q_f32(p); }
+    static reg loadu(const T* p) { return vld1q_f32(p); }
+    static void storeu(T* p, reg r) { vst1q_f32(p, r); }
+    static mask lanes(int n) { return n >= W ? W : n <= 0 ? 0 : n; }
+    static reg maskz_loadu(mask m, const T* p) {
+        if (m == W) return vld1q_f32(p);
+        T buf[W] = {};
+        for (int i = 0; i < m; ++i) buf[i] = p[i];
+        return vld1q_f32(buf);
+    }
+    static void mask_storeu(T* p, mask m, reg r) {
+        if (m == W) return vst1q_f32(p, r);
+        T buf[W];
+        vst1q_f32(buf, r);
+        for (int i = 0; i < m; ++i) p[i] = buf[i];
+    }
+    static reg fmadd(reg a, reg b, reg c) { return vfmaq_f32(c, a, b); }
+    static reg mul(reg a, reg b) { return vmulq_f32(a, b); }
+};
+
+struct NeonF64 {
+    using T = double;
+    using reg = float64x2_t;
+    using mask = int;
+    static constexpr int W = 2;
+    static reg zero() { return vdupq_n_f64(0.0); }
+    static reg set1(T x) { return vdupq_n_f64(x); }
+    static reg load(const T* p) { return vld1q_f64(p); }
+    static reg loadu(const T* p) { return vld1q_f64(p); }
+    static void storeu(T* p, reg r) { vst1q_f64(p, r); }
+    static mask lanes(int n) { return n >= W ? W : n <= 0 ? 0 : n; }
+    static reg maskz_loadu(mask m, const T* p) {
+        if (m == W) return vld1q_f64(p);
+        return m == 1 ? vsetq_lane_f64(p[0], vdupq_n_f64(0.0), 0) : vdupq_n_f64(0.0);
+    }
+    static void mask_storeu(T* p, mask m, reg r) {
+        if (m == W) return vst1q_f64(p, r);
+        if (m == 1) p[0] = vgetq_lane_f64(r, 0);
+    }
+    static reg fmadd(reg a, reg b, reg c) { return vfmaq_f64(c, a, b); }
+    static reg mul(reg a, reg b) { return vmulq_f64(a, b); }
+};
+
+}  // namespace
+
+constexpr KernelSet neon_kernels{"neon", "NEON (Advanced SIMD)",
+                              tile::microkernel<NeonF32, 8, 3>(),
+                              tile::microkernel<NeonF64, 8, 3>()};
+
+}  // namespace fastgemm
