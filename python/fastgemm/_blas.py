@@ -69,14 +69,16 @@ def _gemm(dtype, fn, a, b, c, alpha, beta, trans_a, trans_b):
             opa = opa.copy()
         if np.may_share_memory(c, opb):
             opb = opb.copy()
+    # np.ascontiguousarray would return a misaligned or odd-strided array unchanged when
+    # numpy deems it contiguous (always so for a 1 x 1), so copy into fresh memory instead.
     if not _native_ok(opa):
-        opa = np.ascontiguousarray(opa)
+        opa = opa.copy(order="C")
     if not _native_ok(opb):
-        opb = np.ascontiguousarray(opb)
+        opb = opb.copy(order="C")
     if _native_ok(c):
         _NATIVE[dtype](opa, opb, c, alpha, beta)
     else:
-        tmp = np.ascontiguousarray(c) if beta != 0.0 else np.empty((m, n), dtype=dtype)
+        tmp = c.copy(order="C") if beta != 0.0 else np.empty((m, n), dtype=dtype)
         _NATIVE[dtype](opa, opb, tmp, alpha, beta)
         c[...] = tmp
     return c
