@@ -1,0 +1,146 @@
+"""A, B and C with any strides: C/Fortran order, transposed views, steps, negative and zero
+strides, misaligned or odd-byte-strided C, and C overlapping A or B."""
+import numpy as np
+import pytest
+
+from gemm_check import (DTYPES, ELEMENT_LAYOUTS, GEMM, LAYOUTS, Placed, assert_matches, op,
+                        random_matrix, reference, tiles)
+
+
+def shapes_for(kernel, dtype):
+    mr, nr, _, kc, _ = tiles(kernel, dtype)
+    return [(0, 3, 2), (2, 3, 0), (1, 1, 1), (mr + 1, nr - 1, 7), (mr - 1, nr + 1, kc + 1), (13, 17, 19)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("trans_b", [False, True])
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("b_layout", ELEMENT_LAYOUTS)
+@pytest.mark.parametrize("a_layout", ELEMENT_LAYOUTS)
+def test_input_strides(kernel, dtype, a_layout, b_layout, trans_a, trans_b):
+    rng = np.random.default_rng(3)
+    for m, n, k in shapes_for(kernel, dtype):
+        a0 = random_matrix(rng, (k, m) if trans_a else (m, k), dtype)
+        b0 = random_matrix(rng, (n, k) if trans_b else (k, n), dtype)
+        c0 = random_matrix(rng, (m, n), dtype)
+        a, b = Placed(a0, a_layout), Placed(b0, b_layout)
+        c = c0.copy()
+        GEMM[np.dtype(dtype)](a.arr, b.arr, c, alpha=-1.0, beta=0.5, trans_a=trans_a, trans_b=trans_b)
+        ref, bound = reference(a0, b0, c0, -1.0, 0.5, trans_a, trans_b)
+        assert_matches(c, ref, bound, f"{kernel} {(m, n, k)}")
+        assert a.untouched() and b.untouched(), "an input was written"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["unaligned", "oddbytes"])
+def test_inputs_the_core_cannot_index(kernel, dtype, layout):
+    """Misaligned or odd-byte-strided A and B are read correctly (through a copy)."""
+    rng = np.random.default_rng(9)
+    for m, n, k in shapes_for(kernel, dtype):
+        a0 = random_matrix(rng, (m, k), dtype)
+        b0 = random_matrix(rng, (k, n), dtype)
+        a, b = Placed(a0, layout), Placed(b0, layout)
+        ref, bound = reference(a0, b0, None, 1.0, 0.0)
+        assert_matches(GEMM[np.dtype(dtype)](a.arr, b.arr), ref, bound, f"{kernel} {(m, n, k)}")
+        assert a.untouched() and b.untouched(), "an input was written"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_transposed_views_equal_trans_flags(kernel, dtype):
+    rng = np.random.default_rng(4)
+    a0 = random_matrix(rng, (23, 37), dtype)
+    b0 = random_matrix(rng, (29, 37), dtype)
+    ref, bound = reference(a0, b0, None, 1.0, 0.0, False, True)
+    gemm = GEMM[np.dtype(dtype)]
+    assert_matches(gemm(a0, b0.T), ref, bound, "b.T view")
+    assert_matches(gemm(a0.T.copy().T, b0.T), ref, bound, "Fortran a, b.T view")
+    assert_matches(gemm(a0.T.copy(), b0, trans_a=True, trans_b=True), ref, bound, "trans flags")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_zero_strides(kernel, dtype):
+    """np.broadcast_to gives stride-0 axes: every row (or column) is the same memory."""
+    rng = np.random.default_rng(5)
+    mr, nr, _, kc, _ = tiles(kernel, dtype)
+    m, n, k = mr + 3, nr + 5, kc + 3
+    row = random_matrix(rng, (1, k), dtype)
+    col = random_matrix(rng, (k, 1), dtype)
+    cases = {
+        "a rows": (np.broadcast_to(row, (m, k)), random_matrix(rng, (k, n), dtype)),
+        "a scalar": (np.broadcast_to(dtype(0.25), (m, k)), random_matrix(rng, (k, n), dtype)),
+        "b cols": (random_matrix(rng, (m, k), dtype), np.broadcast_to(col, (k, n))),
+        "b rows": (random_matrix(rng, (m, k), dtype), np.broadcast_to(row.T[:, :1].T.repeat(n, 0).T[:k], (k, n))),
+        "both": (np.broadcast_to(row, (m, k)), np.broadcast_to(col, (k, n))),
+    }
+    for what, (a, b) in cases.items():
+        assert 0 in a.strides or 0 in b.strides or what == "b rows"
+        ref, bound = reference(np.array(a), np.array(b), None, 1.0, 0.0)
+        assert_matches(GEMM[np.dtype(dtype)](a, b), ref, bound, f"{kernel} {what}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("beta", [0.0, 1.0, -0.5])
+@pytest.mark.parametrize("c_layout", LAYOUTS)
+def test_output_strides(kernel, dtype, c_layout, beta):
+    rng = np.random.default_rng(6)
+    for m, n, k in shapes_for(kernel, dtype):
+        a0 = random_matrix(rng, (m, k), dtype)
+        b0 = random_matrix(rng, (k, n), dtype)
+        c0 = random_matrix(rng, (m, n), dtype)
+        c = Placed(c0, c_layout)
+        out = GEMM[np.dtype(dtype)](a0, b0, c.arr, alpha=1.5, beta=beta)
+        assert out is c.arr
+        ref, bound = reference(a0, b0, c0, 1.5, beta)
+        assert_matches(c.arr, ref, bound, f"{kernel} {c_layout} {(m, n, k)}")
+        assert c.untouched_outside(), f"{kernel} {c_layout} {(m, n, k)}: wrote outside C"
+
+
+def _aliasing_cases(rng, dtype, n):
+    """(name, a, b, c) where c shares memory with a or b; n x n throughout."""
+    def sq():
+        return random_matrix(rng, (n, n), dtype)
+
+    x = sq()
+    yield "c is a", x, sq(), x
+    x = sq()
+    yield "c is b", sq(), x, x
+    x = sq()
+    yield "c is a and b", x, x, x
+    x = sq()
+    yield "c is a.T", x.T, sq(), x
+    buf = random_matrix(rng, (n + 1, n + 1), dtype)
+    yield "c shifted over a", buf[:n, :n], sq(), buf[1:, 1:]
+    buf = random_matrix(rng, (n, 2 * n), dtype)
+    yield "c beside a in one buffer", buf[:, :n], sq(), buf[:, n:]
+    buf = random_matrix(rng, (2 * n, n), dtype)
+    yield "c interleaved with b", sq(), buf[::2], buf[1::2]
+    buf = random_matrix(rng, (n, n), dtype)
+    yield "c reversed a", buf, sq(), buf[::-1, ::-1]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_c_overlapping_inputs(kernel, dtype, beta):
+    rng = np.random.default_rng(7)
+    mr, nr, _, kc, _ = tiles(kernel, dtype)
+    for n in (1, 3, max(mr, nr) + 1, 37):
+        for what, a, b, c in _aliasing_cases(rng, dtype, n):
+            a0, b0, c0 = a.copy(), b.copy(), c.copy()
+            expected = c0.copy()
+            GEMM[np.dtype(dtype)](a0, b0, expected, alpha=1.0, beta=beta)
+            GEMM[np.dtype(dtype)](a, b, c, alpha=1.0, beta=beta)
+            ref, bound = reference(a0, b0, c0, 1.0, beta)
+            assert_matches(c, ref, bound, f"{kernel} {what} n={n}")
+            np.testing.assert_array_equal(c, expected, err_msg=f"{kernel} {what} n={n}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("trans", [(False, True), (True, False), (True, True)])
+def test_in_place_with_transposes(kernel, dtype, trans):
+    rng = np.random.default_rng(8)
+    x = random_matrix(rng, (19, 19), dtype)
+    y = random_matrix(rng, (19, 19), dtype)
+    x0 = x.copy()
+    GEMM[np.dtype(dtype)](x, y, x, beta=-1.0, trans_a=trans[0], trans_b=trans[1])
+    ref, bound = reference(x0, y, x0, 1.0, -1.0, *trans)
+    assert_matches(x, ref, bound, f"{kernel} in place {trans}")

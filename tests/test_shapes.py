@@ -1,0 +1,56 @@
+"""Edge shapes around every blocking boundary, for each kernel and both precisions, with C
+placed inside a sentinel-filled buffer so any write past its edges is caught."""
+import numpy as np
+import pytest
+
+from gemm_check import DTYPES, GEMM, Placed, assert_matches, random_matrix, reference, tiles
+
+
+def edge_shapes(kernel, dtype):
+    mr, nr, mc, kc, nc = tiles(kernel, dtype)
+    shapes = {
+        (0, 0, 0), (0, 5, 3), (5, 0, 3), (5, 3, 0), (0, 0, 4),
+        (1, 1, 1), (1, 1, 9), (1, 7, 1), (7, 1, 1), (2, 3, 1),
+        # primes, so no tile or block divides anything
+        (13, 17, 19), (31, 37, 41), (97, 101, 103),
+        # tall-skinny, short-wide, long inner dimension
+        (1009, 1, 3), (2003, 2, 5), (1, 3001, 7), (3, 1013, 2), (3, 2, 2999),
+    }
+    for d in (-1, 0, 1):
+        shapes |= {
+            (mr + d, nr + 1, 7), (2 * mr + d, 2 * nr - 1, 3),
+            (mr + 1, nr + d, 5), (mr - 1, 2 * nr + d, 4),
+            (mr + 1, nr - 1, kc + d), (3, 5, 2 * kc + d),
+            (mc + d, 3, 4), (mc + d, nr + 1, kc + 1),
+            (2, nc + d, 3),
+        }
+    return sorted(s for s in shapes if min(s) >= 0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("beta", [0.0, -0.5])
+def test_edge_shapes(kernel, dtype, beta):
+    rng = np.random.default_rng(1)
+    for m, n, k in edge_shapes(kernel, dtype):
+        a = random_matrix(rng, (m, k), dtype)
+        b = random_matrix(rng, (k, n), dtype)
+        c0 = random_matrix(rng, (m, n), dtype)
+        c = Placed(c0)
+        out = GEMM[np.dtype(dtype)](a, b, c.arr, alpha=0.75, beta=beta)
+        assert out is c.arr
+        ref, bound = reference(a, b, c0, 0.75, beta)
+        assert_matches(c.arr, ref, bound, f"{kernel} {(m, n, k)}")
+        assert c.untouched_outside(), f"{kernel} {(m, n, k)}: wrote outside C"
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_new_c_is_c_ordered_and_right(kernel, dtype):
+    rng = np.random.default_rng(2)
+    mr, nr, _, kc, _ = tiles(kernel, dtype)
+    for m, n, k in [(0, 3, 2), (3, 0, 2), (4, 3, 0), (mr + 1, nr - 1, kc + 1), (29, 23, 31)]:
+        a = random_matrix(rng, (m, k), dtype)
+        b = random_matrix(rng, (k, n), dtype)
+        out = GEMM[np.dtype(dtype)](a, b)
+        assert out.dtype == dtype and out.shape == (m, n) and out.flags.c_contiguous
+        ref, bound = reference(a, b, None, 1.0, 0.0)
+        assert_matches(out, ref, bound, f"{kernel} {(m, n, k)}")
