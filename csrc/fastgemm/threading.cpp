@@ -4,6 +4,8 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "fork.hpp"
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -12,17 +14,33 @@ namespace fastgemm {
 namespace {
 
 std::atomic<int> g_max_threads{1};
+// Set once this process has asked OpenMP for a team of more than one thread.
+std::atomic<bool> g_team_started{false};
+// Set in a child forked after g_team_started: OpenMP teams would hang there.
+std::atomic<bool> g_single_after_fork{false};
 
 // Below this many multiply-adds per thread, waking another thread costs more than it saves.
 constexpr int64_t kMinWorkPerThread = int64_t(1) << 21;
 
+// threading.o is always linked (gemm needs threads_for), so this pulls the fork handler
+// into every binary that can start a team.
+const bool g_fork_handler_installed = (install_fork_handler(), true);
+
 }  // namespace
 
-int max_threads() { return g_max_threads.load(std::memory_order_relaxed); }
+int max_threads() {
+    return g_single_after_fork.load(std::memory_order_relaxed) ? 1
+                                                               : g_max_threads.load(std::memory_order_relaxed);
+}
 
 void set_max_threads(int n) {
     if (n < 1) throw std::invalid_argument("number of threads must be >= 1");
     g_max_threads.store(n, std::memory_order_relaxed);
+}
+
+void after_fork_in_child() {
+    g_max_threads.store(1, std::memory_order_relaxed);
+    if (g_team_started.load(std::memory_order_relaxed)) g_single_after_fork.store(true, std::memory_order_relaxed);
 }
 
 int threads_for(int64_t m, int64_t n, int64_t k) {
@@ -33,7 +51,9 @@ int threads_for(int64_t m, int64_t n, int64_t k) {
     // m*n*k may overflow; divide first.
     const double work = double(m) * double(n) * double(k);
     const double by_work = work / double(kMinWorkPerThread);
-    return by_work >= cap ? cap : std::max(1, int(by_work));
+    const int t = by_work >= cap ? cap : std::max(1, int(by_work));
+    if (t > 1) g_team_started.store(true, std::memory_order_relaxed);
+    return t;
 #else
     (void)m, (void)n, (void)k;
     return 1;
@@ -53,3 +73,15 @@ const char* openmp_runtime() {
 }
 
 }  // namespace fastgemm
+
+// A C ABI so tools that find libraries by their exported symbols (threadpoolctl's controller
+// in python/fastgemm/_threadpool.py) can read and set the cap without going through Python.
+extern "C" {
+__attribute__((visibility("default"))) int fastgemm_get_num_threads(void) { return fastgemm::max_threads(); }
+// Returns 0 on success, -1 for n < 1.
+__attribute__((visibility("default"))) int fastgemm_set_num_threads(int n) {
+    if (n < 1) return -1;
+    fastgemm::set_max_threads(n);
+    return 0;
+}
+}
