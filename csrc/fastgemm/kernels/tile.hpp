@@ -29,20 +29,38 @@ void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, const typen
 #pragma GCC unroll 8
         for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
 
+    auto steps = [&](int64_t count) {
 #pragma GCC unroll 4
-    for (int64_t p = 0; p < k; ++p) {
-        R bv[NV];
+        for (int64_t p = 0; p < count; ++p) {
+            R bv[NV];
 #pragma GCC unroll 8
-        for (int j = 0; j < NV; ++j) bv[j] = V::load(b + j * W);
+            for (int j = 0; j < NV; ++j) bv[j] = V::load(b + j * W);
 #pragma GCC unroll 64
-        for (int i = 0; i < MR; ++i) {
-            const R av = V::set1(a[i]);
+            for (int i = 0; i < MR; ++i) {
+                const R av = V::set1(a[i]);
 #pragma GCC unroll 8
-            for (int j = 0; j < NV; ++j) acc[i][j] = V::fmadd(av, bv[j], acc[i][j]);
+                for (int j = 0; j < NV; ++j) acc[i][j] = V::fmadd(av, bv[j], acc[i][j]);
+            }
+            a += MR;
+            b += NV * W;
         }
-        a += MR;
-        b += NV * W;
+    };
+    // C is touched once per call, usually from L3 or memory. Fetch its lines (for writing:
+    // beta == 0 still needs them owned) far enough before the end of the k loop to hide that
+    // latency, late enough that the A and B streams do not evict them again.
+    constexpr int64_t kPrefetchDistance = 48;
+    const int64_t head = k > kPrefetchDistance ? k - kPrefetchDistance : 0;
+    steps(head);
+    constexpr int kRowBytes = NV * W * int(sizeof(T));
+#pragma GCC unroll 64
+    for (int i = 0; i < MR; ++i) {
+        if (i >= m) break;
+        const char* ci = reinterpret_cast<const char*>(c + i * ldc);
+#pragma GCC unroll 8
+        for (int off = 0; off < kRowBytes; off += 64) __builtin_prefetch(ci + off, 1, 3);
+        __builtin_prefetch(ci + kRowBytes - 1, 1, 3);
     }
+    steps(k - head);
 
     const R va = V::set1(alpha), vb = V::set1(beta);
     const bool read_c = beta != T(0);
