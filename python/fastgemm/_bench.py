@@ -1,0 +1,279 @@
+"""Measuring: the libraries compared, the timing protocol, the FMA peak and the correctness guard.
+
+Protocol (DESIGN.md, "Measuring"): one process, the same inputs for every library, a warm-up
+call each, then samples taken in turn A B C A B C ..., the median sample per library. Every
+library runs on the same thread count. A sample times enough back-to-back calls to last a
+couple of milliseconds, so the clock's resolution and call overhead don't dominate small
+shapes; the number of samples adapts so a shape costs about `budget` seconds.
+"""
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import fastgemm as fg
+
+from . import _core
+
+MIN_SAMPLE_S = 2e-3
+MIN_REPEATS, MAX_REPEATS = 3, 50
+PEAK_SECONDS = 0.3
+
+
+class Unsupported(Exception):
+    """The library cannot run this case (its reason is shown in the table's notes)."""
+
+
+# --- the libraries -------------------------------------------------------------------------
+
+
+class FastGemm:
+    name = "fastgemm"
+
+    def __init__(self, threads):
+        fg.set_num_threads(threads)
+
+    def prepare(self, case, a, b):
+        if case.batch:
+            if not hasattr(fg, "matmul"):
+                raise Unsupported("fastgemm.matmul is not in this build")
+            return lambda: fg.matmul(a, b)
+        gemm = fg.sgemm if case.dtype == "float32" else fg.dgemm
+        return lambda: gemm(a, b)
+
+
+class NumPy:
+    name = "numpy"
+
+    def __init__(self, threads):
+        self.threads = threads
+
+    def prepare(self, case, a, b):
+        return lambda: np.matmul(a, b)
+
+
+class Torch:
+    name = "torch"
+
+    def __init__(self, threads):
+        import torch
+
+        self.torch = torch
+        torch.set_num_threads(threads)
+
+    def prepare(self, case, a, b):
+        try:
+            ta, tb = self.torch.from_numpy(a), self.torch.from_numpy(b)
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise Unsupported(f"torch.from_numpy refused the operands: {e}") from None
+        matmul = self.torch.matmul
+        return lambda: matmul(ta, tb)
+
+
+class Blis:
+    """cython-blis: the BLIS library as the PyPI package `blis` ships it (one thread)."""
+
+    name = "blis"
+
+    def __init__(self, threads):
+        from blis.py import gemm
+
+        self.gemm = gemm
+        self.threads = threads
+
+    @staticmethod
+    def _as_op(x):
+        # blis.py.gemm reads C-ordered memory only; a transposed view is passed as its
+        # C-ordered base with the transpose flag, which is how a BLAS user would call it.
+        if x.flags.c_contiguous:
+            return x, False
+        if x.T.flags.c_contiguous:
+            return x.T, True
+        raise Unsupported("blis.py.gemm needs C-ordered or transposed operands")
+
+    def prepare(self, case, a, b):
+        if case.batch:
+            raise Unsupported("blis.py.gemm has no batched form")
+        if self.threads != 1:
+            raise Unsupported("the blis wheel is single-threaded; compared at --threads 1 only")
+        (a0, ta), (b0, tb) = self._as_op(a), self._as_op(b)
+        gemm = self.gemm
+        return lambda: gemm(a0, b0, trans1=ta, trans2=tb, beta=0.0)
+
+
+OPTIONAL = (("torch", Torch), ("blis", Blis))
+
+
+def competitors(threads):
+    """fastgemm and numpy always; torch and blis when importable. -> (libs, missing-notes)."""
+    libs = [FastGemm(threads), NumPy(threads)]
+    missing = []
+    for name, cls in OPTIONAL:
+        try:
+            libs.append(cls(threads))
+        except ImportError:
+            missing.append(name)
+    return libs, missing
+
+
+# --- the run -------------------------------------------------------------------------------
+
+
+@dataclass
+class LibResult:
+    times: list = field(default_factory=list)  # seconds per call, one per sample
+    number: int = 0  # calls per sample
+    error: str = ""  # why this library has no result for the case
+
+    @property
+    def median(self):
+        return statistics.median(self.times) if self.times else None
+
+
+@dataclass
+class CaseResult:
+    case: object
+    libs: dict  # name -> LibResult
+    check: dict  # the correctness guard's verdict on fastgemm's result
+    skipped: str = ""
+
+    def gflops(self, name):
+        r = self.libs.get(name)
+        if r is None or r.median is None:
+            return None
+        return self.case.flops / r.median / 1e9
+
+
+def _timed(fn, number):
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - t0) / number
+
+
+def measure(fns, repeats=None, budget=1.5, tick=None):
+    """Time each callable in `fns` (name -> fn) as the module docstring says."""
+    results = {name: LibResult() for name in fns}
+    per_call = {}
+    for name, fn in fns.items():
+        _timed(fn, 1)  # warm-up: page faults, packing buffers, thread start-up
+        per_call[name] = max(_timed(fn, 1), 1e-9)
+        results[name].number = max(1, math.ceil(MIN_SAMPLE_S / per_call[name]))
+    if repeats is None:
+        round_s = sum(per_call[n] * results[n].number for n in fns)
+        repeats = min(MAX_REPEATS, max(MIN_REPEATS, int(budget / round_s)))
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        for r in range(repeats):
+            for name, fn in fns.items():
+                results[name].times.append(_timed(fn, results[name].number))
+            if tick:
+                tick((r + 1) / repeats)
+    finally:
+        if gc_was_on:
+            gc.enable()
+    return results
+
+
+def check_result(case, a, b, c, rng):
+    """Is fastgemm's C within the K-scaled bound of a float64 reference (DESIGN.md, Numerics)?
+
+    Big products are checked on a sample of rows (the first and last tile rows, where edge
+    handling lives, plus random ones) so the guard costs a small part of the measurement.
+    """
+    f32 = case.dtype == "float32"
+    # float64 is checked against numpy's float64 product, which carries an error of its own
+    # of the same order, hence the larger constant.
+    const, u = (2.0, 2.0**-24) if f32 else (4.0, 2.0**-53)
+    if case.batch:
+        idx = sorted({0, case.batch // 2, case.batch - 1})
+        a, b, c = a[idx], b[idx], c[idx]
+    else:
+        a, b, c = a[None], b[None], c[None]
+    m = case.m
+    if m > 64:
+        rows = np.unique(np.concatenate([np.arange(16), np.arange(m - 16, m), rng.integers(0, m, 32)]))
+        a, c = a[:, rows], c[:, rows]
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    ref = np.matmul(a64, b64)
+    bound = const * case.k * u * np.matmul(np.abs(a64), np.abs(b64))
+    err = np.abs(c.astype(np.float64) - ref)
+    finite = bool(np.isfinite(c).all())
+    worst = float(np.max(err / np.maximum(bound, np.finfo(np.float64).tiny))) if err.size else 0.0
+    return {"ok": finite and bool((err <= bound).all()), "finite": finite, "worst_err_over_bound": worst}
+
+
+def run_case(case, libs, operands, repeats, budget, rng, tick=None):
+    a, b = operands
+    fns, results = {}, {}
+    for lib in libs:
+        try:
+            fns[lib.name] = lib.prepare(case, a, b)
+        except Unsupported as e:
+            results[lib.name] = LibResult(error=str(e))
+    if "fastgemm" not in fns:
+        return CaseResult(case, results, {}, skipped=results["fastgemm"].error)
+    # The guard runs once, before any timing: a fast wrong answer is worthless.
+    check = check_result(case, a, b, fns["fastgemm"](), rng)
+    measured = measure(fns, repeats=repeats, budget=budget, tick=tick)
+    results.update(measured)
+    return CaseResult(case, {lib.name: results[lib.name] for lib in libs}, check)
+
+
+def fma_peaks(kernel, dtypes):
+    """GFLOP/s of one core's FMA loop for `kernel`, per dtype (measured once per run)."""
+    return {dt: _core.fma_peak(kernel, dt == "float64", PEAK_SECONDS) for dt in dtypes}
+
+
+class Progress:
+    """A progress bar on stderr: redrawn in place on a terminal, a line per case otherwise."""
+
+    WIDTH = 28
+
+    def __init__(self, total, stream=None):
+        self.stream = stream or sys.stderr
+        self.total = total
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.start = time.monotonic()
+        self.last_draw = 0.0
+        self.index = 0
+        self.label = ""
+
+    def begin(self, index, label):
+        self.index, self.label = index, label
+        if self.tty:
+            self.draw(0.0, force=True)
+        else:
+            self.stream.write(f"bench [{index + 1:>{len(str(self.total))}}/{self.total}] {label}"
+                              f"  ({self._elapsed()} elapsed)\n")
+            self.stream.flush()
+
+    def draw(self, fraction, force=False):
+        if not self.tty:
+            return
+        now = time.monotonic()
+        if not force and now - self.last_draw < 0.1:
+            return
+        self.last_draw = now
+        done = (self.index + fraction) / max(self.total, 1)
+        filled = int(done * self.WIDTH)
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        self.stream.write(f"\r[{bar}] {self.index + 1}/{self.total} {self.label:<34.34} {self._elapsed()}")
+        self.stream.flush()
+
+    def finish(self):
+        if self.tty:
+            self.stream.write("\r" + " " * (self.WIDTH + 60) + "\r")
+        self.stream.write(f"bench: {self.total} cases in {self._elapsed()}\n")
+        self.stream.flush()
+
+    def _elapsed(self):
+        s = int(time.monotonic() - self.start)
+        return f"{s // 60}:{s % 60:02d}"

@@ -1,0 +1,278 @@
+"""Showing and keeping a benchmark: the header and table, the JSON record, --compare and --plot."""
+from __future__ import annotations
+
+import json
+
+RECORD_FORMAT = "fastgemm-bench"
+RECORD_VERSION = 1
+
+
+# --- the record ----------------------------------------------------------------------------
+
+
+def result_record(res, peaks, threads):
+    c = res.case
+    libs = {}
+    for name, r in res.libs.items():
+        g = res.gflops(name)
+        libs[name] = {
+            "gflops": g,
+            "median_s": r.median,
+            "calls_per_sample": r.number,
+            "times_s": r.times,
+            "error": r.error or None,
+        }
+    return {
+        "key": c.key,
+        "group": c.group,
+        "m": c.m, "n": c.n, "k": c.k, "batch": c.batch,
+        "dtype": c.dtype,
+        "layout": c.layout,
+        "flops": c.flops,
+        "threads": threads,
+        "skipped": res.skipped or None,
+        "check": res.check or None,
+        "libs": libs,
+        "ratio_vs_best_other": ratio(res),
+        "pct_of_peak": pct_peak(res, peaks, threads),
+    }
+
+
+def make_record(machine, results, peaks, threads, argv, date, seconds):
+    return {
+        "format": RECORD_FORMAT,
+        "format_version": RECORD_VERSION,
+        "date": date,
+        "argv": argv,
+        "run_seconds": round(seconds, 1),
+        "machine": machine,
+        "results": [result_record(r, peaks, threads) for r in results],
+    }
+
+
+def load_record(path):
+    """The record saved by --json at `path`; ValueError with a readable reason otherwise."""
+    try:
+        with open(path) as f:
+            rec = json.load(f)
+    except FileNotFoundError:
+        raise ValueError(f"--compare: no such file: {path}") from None
+    except OSError as e:
+        raise ValueError(f"--compare: cannot read {path}: {e.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"--compare: {path} is not JSON ({e})") from None
+    if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT or not isinstance(rec.get("results"), list):
+        raise ValueError(f"--compare: {path} is not a record saved by `python -m fastgemm bench --json`")
+    return rec
+
+
+def write_record(path, record):
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+
+
+# --- figures per case ----------------------------------------------------------------------
+
+
+def ratio(res):
+    mine = res.gflops("fastgemm")
+    others = [res.gflops(n) for n in res.libs if n != "fastgemm"]
+    others = [g for g in others if g]
+    if not mine or not others:
+        return None
+    return mine / max(others)
+
+
+def pct_peak(res, peaks, threads):
+    mine = res.gflops("fastgemm")
+    peak = peaks.get(res.case.dtype)
+    if not mine or not peak:
+        return None
+    return 100.0 * mine / (peak * threads)
+
+
+# --- text ----------------------------------------------------------------------------------
+
+
+def _size(n):
+    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= div and n % div == 0:
+            return f"{n // div} {unit}"
+    return f"{n} B"
+
+
+def header(machine, date):
+    i = machine["fastgemm"]
+    v = machine["versions"]
+    caches = ", ".join(f"{lvl} {_size(c['size'])}" for lvl, c in i["caches"].items())
+    f64 = i["float64"]
+    lines = [
+        f"fastgemm {v['fastgemm']} benchmark, {date}",
+        f"CPU:      {machine['cpu']} ({machine['usable_cpus']} usable CPUs; {machine['system']})",
+        f"caches:   {caches}",
+        f"kernel:   {i['kernel']} ({i['isa']}); float32 tile {i['mr']}x{i['nr']} "
+        f"(MC {i['mc']}, KC {i['kc']}, NC {i['nc']}); float64 tile {f64['mr']}x{f64['nr']} "
+        f"(MC {f64['mc']}, KC {f64['kc']}, NC {f64['nc']}); OpenMP {i['openmp']}",
+        f"threads:  {machine['threads']} for every library (NumPy's BLAS pinned by {machine['pinning']})",
+    ]
+    peaks = machine["peak_gflops_per_core"]
+    t = machine["threads"]
+    lines.append("FMA peak: " + "; ".join(
+        f"{dt} {p:.1f} GFLOP/s per core, x{t} = {p * t:.1f}" for dt, p in peaks.items()
+    ) + f" ({i['kernel']} kernel's FMA loop)")
+    others = [f"numpy {v['numpy']}"]
+    for p in machine["blas"]:
+        if p.get("api") in ("openblas", "mkl", "blis") or p.get("source"):
+            arch = f" {p['architecture']}" if p.get("architecture") else ""
+            thr = f", {p['threads']} threads" if p.get("threads") is not None else ""
+            others.append(f"{p.get('api')} {p.get('version')}{arch}{thr}")
+    if "torch" in v:
+        others.append(f"torch {v['torch']} ({v.get('torch_blas')})")
+    if "blis" in v:
+        others.append(f"blis {v['blis']}")
+    lines.append("versions: " + "; ".join(others) + f"; python {v['python']}")
+    if machine["missing"]:
+        lines.append("not installed (not compared): " + ", ".join(machine["missing"])
+                     + "  -- pip install \"fastgemm[bench]\" adds them")
+    env = machine["env"]
+    if env:
+        lines.append("env:      " + " ".join(f"{k}={val}" for k, val in env.items()))
+    for var in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        if var in env:
+            lines.append(f"warning:  {var} is set; it overrides OpenBLAS's own CPU detection and may slow NumPy")
+    return "\n".join(lines)
+
+
+def _fmt(x, spec):
+    return "-" if x is None else format(x, spec)
+
+
+def table(results, lib_names, peaks, threads):
+    """The results as a fixed-width text table, then the notes it needs."""
+    cols = ["case", "dtype", "thr"] + list(lib_names) + ["fg/best", "%peak", "check"]
+    rows, notes, wrong = [], {}, []
+    for res in results:
+        c = res.case
+        row = [c.label(), c.dtype, str(threads)]
+        if res.skipped:
+            row += ["skip"] + [""] * (len(lib_names) - 1) + ["", "", ""]
+            notes.setdefault(("fastgemm", res.skipped), []).append(c.label())
+            rows.append(row)
+            continue
+        for name in lib_names:
+            r = res.libs.get(name)
+            if r is not None and r.error:
+                notes.setdefault((name, r.error), []).append(c.label())
+            row.append(_fmt(res.gflops(name), ".1f"))
+        rt = ratio(res)
+        row.append("-" if rt is None else f"{rt:.2f}x")
+        row.append(_fmt(pct_peak(res, peaks, threads), ".0f"))
+        ok = res.check.get("ok")
+        row.append("ok" if ok else "WRONG")
+        if not ok:
+            wrong.append(f"{c.label()} {c.dtype}")
+        rows.append(row)
+    widths = [max(len(cols[i]), *(len(r[i]) for r in rows)) if rows else len(cols[i]) for i in range(len(cols))]
+    left = {0, 1}
+
+    def line(cells):
+        return "  ".join(cell.ljust(w) if i in left else cell.rjust(w) for i, (cell, w) in enumerate(zip(cells, widths)))
+
+    out = ["GFLOP/s (median of repeats; higher is better). fg/best: fastgemm / fastest other. "
+           "%peak: fastgemm / (FMA peak x threads).", line(cols), line(["-" * w for w in widths])]
+    out += [line(r) for r in rows]
+    for (name, why), cases in notes.items():
+        shown = ", ".join(dict.fromkeys(cases))
+        out.append(f"  {name} not measured on {shown}: {why}")
+    if wrong:
+        out.append("")
+        out.append("!" * 78)
+        out.append("!! fastgemm gave a WRONG result (outside the K-scaled error bound) on: " + "; ".join(wrong))
+        out.append("!! its speed on those rows means nothing; please report this with `python -m fastgemm info`.")
+        out.append("!" * 78)
+    return "\n".join(out)
+
+
+def compare(old, new_results, peaks, threads, machine):
+    """Per-case change of fastgemm's GFLOP/s and of its ratio against the other libraries."""
+    def key(r):
+        return (r["key"], r["threads"])
+
+    before = {key(r): r for r in old["results"]}
+    m_old = old.get("machine", {})
+    lines = [f"Against {old.get('date', '?')} ({m_old.get('cpu', '?')}, "
+             f"kernel {m_old.get('fastgemm', {}).get('kernel', '?')}):"]
+    head = f"{'case':<26} {'dtype':<8} {'fastgemm GFLOP/s':>22} {'change':>8} {'fg/best':>15}"
+    lines += [head, "-" * len(head)]
+    matched = 0
+    for res in new_results:
+        rec = result_record(res, peaks, threads)
+        o = before.get(key(rec))
+        if o is None or res.skipped:
+            continue
+        g0 = (o["libs"].get("fastgemm") or {}).get("gflops")
+        g1 = rec["libs"]["fastgemm"]["gflops"]
+        if not g0 or not g1:
+            continue
+        matched += 1
+        r0, r1 = o.get("ratio_vs_best_other"), rec["ratio_vs_best_other"]
+        rr = f"{_fmt(r0, '.2f')} -> {_fmt(r1, '.2f')}"
+        lines.append(f"{res.case.label():<26} {res.case.dtype:<8} {g0:>9.1f} -> {g1:>9.1f} "
+                     f"{100.0 * (g1 / g0 - 1.0):>+7.1f}% {rr:>15}")
+    if not matched:
+        lines.append("(no case of this run is in the old record with the same thread count)")
+    if m_old.get("cpu") != machine["cpu"]:
+        lines.append(f"note: the old record is from another CPU ({m_old.get('cpu', '?')}); only the fg/best ratios compare")
+    return "\n".join(lines)
+
+
+# --- plot ----------------------------------------------------------------------------------
+
+
+def require_matplotlib():
+    """Imported before any measuring so a missing extra fails at once, not after minutes."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: F401
+    except ImportError:
+        raise ValueError('--plot needs matplotlib: pip install "fastgemm[plot]"') from None
+
+
+def plot(path, results, lib_names, peaks, threads, machine, date):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    dtypes = [dt for dt in peaks if any(r.case.square and r.case.dtype == dt for r in results)]
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(6.4 * len(dtypes), 4.8), squeeze=False)
+    for ax, dt in zip(axes[0], dtypes):
+        rows = sorted((r for r in results if r.case.square and r.case.dtype == dt and not r.skipped),
+                      key=lambda r: r.case.m)
+        for name in lib_names:
+            pts = [(r.case.m, r.gflops(name)) for r in rows if r.gflops(name)]
+            if pts:
+                xs, ys = zip(*pts)
+                ax.plot(xs, ys, marker="o", label=name, linewidth=2.2 if name == "fastgemm" else 1.4)
+        peak = peaks[dt] * threads
+        ax.axhline(peak, color="k", linestyle="--", linewidth=1,
+                   label=f"FMA peak {peak:.0f} ({machine['fastgemm']['kernel']}, {threads} thr)")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("m = n = k")
+        ax.set_ylabel("GFLOP/s")
+        ax.set_ylim(0, peak * 1.08)
+        ax.set_title(f"{dt}, {threads} thread{'s' if threads > 1 else ''}")
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="lower right", fontsize="small")
+    fig.suptitle(f"{machine['cpu']} - fastgemm {machine['versions']['fastgemm']} - {date}", fontsize="medium")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def has_squares(cases):
+    return any(c.square for c in cases)
+

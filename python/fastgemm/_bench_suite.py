@@ -1,0 +1,153 @@
+"""The benchmark's shapes: what people multiply, how operands are laid out, and how to build them.
+
+Shapes are written m x n x k: C is m x n and the inner dimension is k, so an LLM decode step
+(one token times a 4096 x 4096 weight) is 1x4096x4096.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+DTYPES = ("float32", "float64")
+
+# How op(A) and op(B) sit in memory. The contiguous layout is what most users pass; the
+# others are views fastgemm must read in place (transposes are swapped strides, a step is a
+# larger column stride), so their cost against "contiguous" shows what a copy would save.
+LAYOUTS = {
+    "contiguous": "A, B C-ordered",
+    "A.T": "A is a transposed view",
+    "B.T": "B is a transposed view",
+    "A.T,B.T": "both transposed views",
+    "B[:,::2]": "B is a column-stepped view",
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    group: str
+    m: int
+    n: int
+    k: int
+    dtype: str
+    batch: int = 0  # 0: plain 2-D product; b > 0: b stacked products through matmul
+    layout: str = "contiguous"
+
+    @property
+    def flops(self):
+        return 2 * self.m * self.n * self.k * max(self.batch, 1)
+
+    @property
+    def shape(self):
+        return f"{self.m}x{self.n}x{self.k}"
+
+    @property
+    def square(self):
+        return self.batch == 0 and self.layout == "contiguous" and self.m == self.n == self.k
+
+    @property
+    def key(self):
+        """Identifies the same measurement across runs (for --compare)."""
+        return f"{self.shape}/b{self.batch}/{self.dtype}/{self.layout}"
+
+    def label(self):
+        s = self.shape if not self.batch else f"{self.batch}*{self.shape}"
+        return s if self.layout == "contiguous" else f"{s} {self.layout}"
+
+
+SQUARES = (64, 128, 256, 512, 1024, 2048, 4096)
+ODD = ((127, 129, 131), (1000, 1000, 1000))
+LLM = (
+    ("llm", 2048, 11008, 4096),  # prefill: 2048 tokens through an MLP up-projection
+    ("llm", 1, 4096, 4096),  # decode, batch 1
+    ("llm", 16, 4096, 4096),  # decode, batch 16
+    ("llm", 4096, 4096, 16),  # small K (low-rank update)
+    ("llm", 8192, 64, 8192),  # one attention head's projection
+)
+STACKED = ((1000, 64), (10000, 8))
+STRIDED_SIZE = 2048  # the size issue 2's "strided costs <= 5%" target is stated at
+
+
+def _both(dtype_choice, default):
+    if dtype_choice is None:
+        return default
+    if dtype_choice == "all":
+        return DTYPES
+    return (dtype_choice,)
+
+
+def full_suite(dtype_choice=None):
+    """The default run. LLM shapes are float32 by default (model weights are never float64);
+    --dtype float64 or all runs them in float64 as well."""
+    cases = []
+    both = _both(dtype_choice, DTYPES)
+    single = _both(dtype_choice, ("float32",))
+    for dt in both:
+        cases += [Case("square", s, s, s, dt) for s in SQUARES]
+        cases += [Case("odd", m, n, k, dt) for m, n, k in ODD]
+    for dt in single:
+        cases += [Case(g, m, n, k, dt) for g, m, n, k in LLM]
+    for dt in both:
+        cases += [Case("stacked", s, s, s, dt, batch=b) for b, s in STACKED]
+        s = STRIDED_SIZE
+        cases += [Case("strided", s, s, s, dt, layout=lay) for lay in LAYOUTS if lay != "contiguous"]
+    return cases
+
+
+def quick_suite(dtype_choice=None):
+    """A few shapes that finish in seconds: a square per cache regime and one LLM decode step."""
+    return [
+        Case(g, m, n, k, dt)
+        for dt in _both(dtype_choice, ("float32",))
+        for g, m, n, k in (("square", 256, 256, 256), ("square", 1024, 1024, 1024),
+                           ("square", 2048, 2048, 2048), ("llm", 16, 4096, 4096))
+    ]
+
+
+_SHAPE = re.compile(r"^(?:(\d+)\*)?(\d+)(?:x(\d+)x(\d+))?$")
+
+
+def parse_shapes(text, dtype_choice=None):
+    """'512,1024x2048x256,1000*64' -> cases. N is N x N x N; M x N x K; B*... is B stacked."""
+    cases = []
+    items = [t.strip() for t in text.split(",")]
+    if not any(items):
+        raise ValueError("--shapes: empty shape list")
+    for item in items:
+        mt = _SHAPE.match(item.lower().replace(" ", ""))
+        if not mt:
+            raise ValueError(
+                f"--shapes: cannot read {item!r}; expected N, MxNxK or B*MxNxK (e.g. 512,1024x2048x256,1000*64)"
+            )
+        b, m, n, k = mt.groups()
+        m = int(m)
+        n, k = (int(n), int(k)) if n else (m, m)
+        batch = int(b) if b else 0
+        if min(m, n, k) < 1 or (b and batch < 1):
+            raise ValueError(f"--shapes: {item!r} has a zero dimension; every size must be >= 1")
+        group = "stacked" if batch else ("square" if m == n == k else "custom")
+        for dt in _both(dtype_choice, DTYPES):
+            cases.append(Case(group, m, n, k, dt, batch=batch))
+    return cases
+
+
+def operands(case, rng):
+    """(a, b) for one case, laid out as case.layout says; op(a) @ op(b) is m x n."""
+    dt = np.dtype(case.dtype)
+    m, n, k = case.m, case.n, case.k
+
+    def rand(*shape):
+        return rng.uniform(-1.0, 1.0, size=shape).astype(dt, copy=False)
+
+    if case.batch:
+        return rand(case.batch, m, k), rand(case.batch, k, n)
+    lay = case.layout
+    a = rand(k, m).T if "A.T" in lay else rand(m, k)
+    if lay == "B[:,::2]":
+        b = rand(k, 2 * n)[:, ::2]
+    elif "B.T" in lay:
+        b = rand(n, k).T
+    else:
+        b = rand(k, n)
+    return a, b
