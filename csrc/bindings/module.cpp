@@ -13,6 +13,7 @@
 #include "../fastgemm/gemm.hpp"
 #include "../fastgemm/peak.hpp"
 #include "../fastgemm/threading.hpp"
+#include "registrations.hpp"
 
 namespace py = pybind11;
 using namespace fastgemm;
@@ -103,4 +104,6 @@ PYBIND11_MODULE(_core, m) {
     m.def("get_num_threads", &max_threads);
     m.def("set_num_threads", &set_max_threads, py::arg("n"));
     m.def("openmp_runtime", &openmp_runtime);
+    register_batched(m);
+    register_ufunc_loops(m);
 }

@@ -6,6 +6,8 @@
     fg.info()                                 # kernel, tile, block sizes, caches, threads
 """
 from ._blas import dgemm, gemm, sgemm
+from ._matmul import matmul
+from ._patch import is_patched, patch_numpy, patched, restore_numpy
 from ._runtime import (
     __version__,
     available_kernels,
@@ -28,6 +30,11 @@ __all__ = [
     "get_kernel",
     "get_num_threads",
     "info",
+    "is_patched",
+    "matmul",
+    "patch_numpy",
+    "patched",
+    "restore_numpy",
     "set_kernel",
     "set_num_threads",
     "sgemm",

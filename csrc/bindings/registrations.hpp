@@ -1,0 +1,7 @@
+// Functions that add their part of fastgemm._core to the module; module.cpp calls each once.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+void register_batched(pybind11::module_& m);
+void register_ufunc_loops(pybind11::module_& m);

@@ -1,0 +1,121 @@
+#include "batched.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <exception>
+#include <stdexcept>
+#include <string>
+
+#include "threading.hpp"
+
+namespace fastgemm {
+namespace {
+
+int64_t checked_mul(int64_t x, int64_t y) {
+    int64_t r;
+    if (__builtin_mul_overflow(x, y, &r)) throw std::overflow_error("batched gemm: sizes overflow 64-bit indexing");
+    return r;
+}
+
+int64_t checked_add(int64_t x, int64_t y) {
+    int64_t r;
+    if (__builtin_add_overflow(x, y, &r)) throw std::overflow_error("batched gemm: sizes overflow 64-bit indexing");
+    return r;
+}
+
+// Farthest element offset one item reaches from its start, in either direction.
+template <typename V>
+int64_t span(const V& v) {
+    if (v.rows == 0 || v.cols == 0) return 0;
+    return checked_add(checked_mul(v.rows - 1, std::llabs(v.rs)), checked_mul(v.cols - 1, std::llabs(v.cs)));
+}
+
+// A sufficient test that no two C items share an element: taking the axes from the smallest
+// stride up, each one steps past everything the matrix and the axes below it cover.
+template <typename T>
+bool c_items_disjoint(const View<T>& c, std::vector<BatchAxis> axes) {
+    std::sort(axes.begin(), axes.end(),
+              [](const BatchAxis& x, const BatchAxis& y) { return std::llabs(x.c) < std::llabs(y.c); });
+    int64_t covered = span(c);
+    for (const BatchAxis& ax : axes) {
+        if (std::llabs(ax.c) <= covered) return false;
+        covered = checked_add(covered, checked_mul(ax.size - 1, std::llabs(ax.c)));
+    }
+    return true;
+}
+
+std::string shape(int64_t r, int64_t c) { return "(" + std::to_string(r) + ", " + std::to_string(c) + ")"; }
+
+}  // namespace
+
+template <typename T>
+void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
+                  const std::vector<BatchAxis>& batch) {
+    if (a.rows != c.rows || b.cols != c.cols || a.cols != b.rows)
+        throw std::invalid_argument("batched gemm: A " + shape(a.rows, a.cols) + " @ B " + shape(b.rows, b.cols) +
+                                    " does not fit C " + shape(c.rows, c.cols));
+    if (a.rows < 0 || a.cols < 0 || b.cols < 0) throw std::invalid_argument("batched gemm: negative matrix dimension");
+
+    // Axes of length 1 select nothing; an empty axis means there is nothing to do.
+    std::vector<BatchAxis> axes;
+    int64_t count = 1;
+    int64_t reach_a = span(a), reach_b = span(b), reach_c = span(c);
+    for (const BatchAxis& ax : batch) {
+        if (ax.size < 0) throw std::invalid_argument("batched gemm: negative batch size");
+        if (ax.size == 0) return;
+        if (ax.size == 1) continue;
+        count = checked_mul(count, ax.size);
+        reach_a = checked_add(reach_a, checked_mul(ax.size - 1, std::llabs(ax.a)));
+        reach_b = checked_add(reach_b, checked_mul(ax.size - 1, std::llabs(ax.b)));
+        reach_c = checked_add(reach_c, checked_mul(ax.size - 1, std::llabs(ax.c)));
+        axes.push_back(ax);
+    }
+    const int64_t m = c.rows, n = c.cols, k = a.cols;
+    if (m == 0 || n == 0) return;
+
+    auto item = [&](int64_t i) {
+        int64_t oa = 0, ob = 0, oc = 0;
+        for (size_t d = axes.size(); d-- > 0;) {
+            const int64_t idx = i % axes[d].size;
+            i /= axes[d].size;
+            oa += idx * axes[d].a;
+            ob += idx * axes[d].b;
+            oc += idx * axes[d].c;
+        }
+        gemm<T>(alpha, {a.data + oa, a.rows, a.cols, a.rs, a.cs}, {b.data + ob, b.rows, b.cols, b.rs, b.cs}, beta,
+                {c.data + oc, c.rows, c.cols, c.rs, c.cs});
+    };
+
+    // One product per thread at a time beats one threaded product at a time once the batch
+    // gives more threads work than a single product could use.
+    const int per_item = threads_for(m, n, k);
+    const int by_batch = int(std::min<int64_t>(threads_for(checked_mul(m, count), n, k), count));
+    if (count == 1 || by_batch <= per_item || !c_items_disjoint(c, axes)) {
+        for (int64_t i = 0; i < count; ++i) item(i);
+        return;
+    }
+
+    // An exception must not leave an OpenMP region: keep the first, stop the rest, rethrow.
+    std::exception_ptr error;
+    std::atomic<bool> failed{false};
+#pragma omp parallel for num_threads(by_batch) schedule(static)
+    for (int64_t i = 0; i < count; ++i) {
+        if (failed.load(std::memory_order_relaxed)) continue;
+        try {
+            item(i);
+        } catch (...) {
+#pragma omp critical(fastgemm_batched_error)
+            if (!error) error = std::current_exception();
+            failed.store(true, std::memory_order_relaxed);
+        }
+    }
+    if (error) std::rethrow_exception(error);
+}
+
+template void gemm_batched<float>(float, View<const float>, View<const float>, float, View<float>,
+                                  const std::vector<BatchAxis>&);
+template void gemm_batched<double>(double, View<const double>, View<const double>, double, View<double>,
+                                   const std::vector<BatchAxis>&);
+
+}  // namespace fastgemm

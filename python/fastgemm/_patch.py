@@ -1,0 +1,69 @@
+"""The switch that runs numpy.matmul, `@`, `@=` and np.linalg.matmul on fastgemm.
+
+NumPy's float32 and float64 matmul inner loops are swapped for fastgemm's inside NumPy
+itself (csrc/bindings/ufunc_loops.cpp), so every caller of the matmul ufunc is affected,
+including code that imported numpy before the switch. NumPy's loops are kept and put back
+exactly by restore_numpy().
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from . import _core
+
+_lock = threading.Lock()
+_depth = 0  # patched() contexts open, in any thread
+_was_on = False  # whether the switch was on when the outermost context was entered
+
+
+def is_patched():
+    """True while numpy.matmul's float32 and float64 loops are fastgemm's."""
+    return bool(_core.matmul_loops_replaced())
+
+
+def patch_numpy():
+    """Run numpy.matmul (and `@`, `@=`, np.linalg.matmul) on fastgemm from now on.
+
+    Only float32 and float64 products change; every other dtype keeps NumPy's loop. Products
+    too small to gain from fastgemm, and operands it cannot address (unaligned data, strides
+    that are not a multiple of the item size), still go to NumPy's loop. Calling it when the
+    switch is already on does nothing.
+    """
+    with _lock:
+        _core.replace_matmul_loops()
+
+
+def restore_numpy():
+    """Put NumPy's own matmul loops back. Calling it when the switch is off does nothing.
+
+    This turns the switch off even inside a ``patched()`` block; the block then leaves it
+    off when it ends.
+    """
+    global _was_on
+    with _lock:
+        _core.restore_matmul_loops()
+        _was_on = False
+
+
+@contextlib.contextmanager
+def patched():
+    """``with fastgemm.patched(): ...`` runs numpy.matmul on fastgemm inside the block.
+
+    Blocks nest and may be open in several threads at once: the switch is turned on by the
+    first block to open and set back to what it was before by the last one to close. Since
+    the switch is process-wide, other threads' matmul calls also run on fastgemm meanwhile.
+    """
+    global _depth, _was_on
+    with _lock:
+        if _depth == 0:
+            _was_on = is_patched()
+        _core.replace_matmul_loops()
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0 and not _was_on:
+                _core.restore_matmul_loops()

@@ -1,0 +1,231 @@
+"""fastgemm.matmul against numpy.matmul: shapes, dtypes, out=, errors, and the batched core."""
+import numpy as np
+import pytest
+
+import fastgemm
+from fastgemm import _matmul
+
+RNG = np.random.default_rng(7)
+U = {np.dtype(np.float32): 2.0**-24, np.dtype(np.float64): 2.0**-53}
+
+# (shape of a, shape of b): 1-D promotion, stacks, broadcasting, empty and k == 0 cases.
+SHAPES = [
+    ((5, 7), (7, 3)),
+    ((7,), (7,)),
+    ((7,), (7, 4)),
+    ((5, 7), (7,)),
+    ((4, 5, 7), (7, 3)),
+    ((5, 7), (4, 7, 3)),
+    ((2, 1, 5, 7), (3, 7, 6)),
+    ((3, 7), (2, 7, 4)),
+    ((6, 7), (2, 3, 7, 2)),
+    ((2, 3, 7), (7,)),
+    ((7,), (2, 3, 7, 4)),
+    ((0, 7), (7, 3)),
+    ((5, 0), (0, 3)),
+    ((0,), (0,)),
+    ((0, 5, 7), (7, 3)),
+    ((3, 0, 7), (3, 7, 2)),
+    ((64, 9, 33), (64, 33, 17)),
+    ((130, 70), (70, 90)),
+]
+
+
+def _rand(shape, dtype):
+    return RNG.uniform(-1, 1, size=shape).astype(dtype)
+
+
+def _check_close(got, a, b):
+    """|got - A@B| <= 2 K u |A||B| elementwise, with A@B in a wider type."""
+    dtype = np.dtype(got.dtype)
+    wide = np.float64 if dtype == np.float32 else np.longdouble
+    aw, bw = np.asarray(a).astype(wide), np.asarray(b).astype(wide)
+    ref = np.matmul(aw, bw)
+    mag = np.matmul(np.abs(aw), np.abs(bw))
+    k = np.asarray(a).shape[-1]
+    assert np.shape(got) == np.shape(ref)
+    assert np.all(np.abs(np.asarray(got, wide) - ref) <= 2 * max(k, 1) * U[dtype] * mag)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sa,sb", SHAPES)
+def test_matches_numpy(sa, sb, dtype):
+    a, b = _rand(sa, dtype), _rand(sb, dtype)
+    got = fastgemm.matmul(a, b)
+    want = np.matmul(a, b)
+    assert type(got) is type(want)  # a 1-D @ 1-D product is a NumPy scalar, like NumPy's
+    assert np.shape(got) == np.shape(want) and got.dtype == want.dtype
+    _check_close(got, a, b)
+
+
+@pytest.mark.parametrize("da,db", [
+    (np.float32, np.float64), (np.float64, np.float32), (np.int64, np.float32), (np.int8, np.float32),
+    (np.float32, np.bool_), (np.uint16, np.float64), (np.float16, np.float32), (np.int32, np.float64),
+])
+def test_promotion_like_numpy(da, db):
+    a = (RNG.uniform(-4, 4, size=(6, 5)) > 0) if da is np.bool_ else RNG.uniform(0, 4, size=(6, 5)).astype(da)
+    b = (RNG.uniform(-4, 4, size=(5, 4)) > 0) if db is np.bool_ else RNG.uniform(0, 4, size=(5, 4)).astype(db)
+    a, b = np.asarray(a, da), np.asarray(b, db)
+    got, want = fastgemm.matmul(a, b), np.matmul(a, b)
+    assert got.dtype == want.dtype
+    _check_close(got, a.astype(got.dtype), b.astype(got.dtype))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: (RNG.integers(-9, 9, (4, 3)), RNG.integers(-9, 9, (3, 2))),
+    lambda: (RNG.integers(0, 2, (4, 3)).astype(bool), RNG.integers(0, 2, (3, 2)).astype(bool)),
+    lambda: (_rand((4, 3), np.float16), _rand((3, 2), np.float16)),
+    lambda: (_rand((4, 3), np.longdouble), _rand((3, 2), np.float64)),
+    lambda: (_rand((4, 3), np.float64) + 1j, _rand((3, 2), np.float32)),
+    lambda: (_rand((4, 3), np.float64).astype(object), _rand((3, 2), np.float64)),
+    lambda: ([[1, 2], [3, 4]], [[5], [6]]),
+    lambda: ([[1.5, 2], [3, 4]], [5.0, 6]),
+])
+def test_other_dtypes_are_numpys_answer(make):
+    a, b = make()
+    got, want = fastgemm.matmul(a, b), np.matmul(a, b)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+def test_subclasses_keep_numpys_behaviour():
+    m = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    got, want = fastgemm.matmul(m, m), np.matmul(m, m)
+    assert type(got) is type(want) and np.array_equal(got, want)
+    ma = np.ma.masked_array(_rand((3, 3), np.float64), mask=np.eye(3, dtype=bool))
+    got, want = fastgemm.matmul(ma, ma), np.matmul(ma, ma)
+    assert type(got) is type(want) and np.array_equal(got, want)
+
+
+def _numpy_error(a, b, **kw):
+    with pytest.raises(Exception) as e:
+        np.matmul(a, b, **kw)
+    return type(e.value)
+
+
+BAD = [
+    ("scalar left", lambda: (np.float64(2.0), _rand((2, 2), np.float64)), {}),
+    ("scalar right", lambda: (_rand((2, 2), np.float32), 3.0), {}),
+    ("0-d arrays", lambda: (np.array(1.0), np.array(2.0)), {}),
+    ("inner mismatch", lambda: (_rand((2, 3), np.float64), _rand((4, 2), np.float64)), {}),
+    ("1-D mismatch", lambda: (_rand((3,), np.float32), _rand((4,), np.float32)), {}),
+    ("stack mismatch", lambda: (_rand((2, 2, 3), np.float64), _rand((3, 3, 2), np.float64)), {}),
+    ("out shape", lambda: (_rand((2, 3), np.float64), _rand((3, 2), np.float64)), {"out": np.empty((2, 3))}),
+    ("out int", lambda: (_rand((2, 3), np.float64), _rand((3, 2), np.float64)), {"out": np.empty((2, 2), int)}),
+    ("out list", lambda: (_rand((2, 3), np.float64), _rand((3, 2), np.float64)), {"out": [[0, 0], [0, 0]]}),
+    ("out read-only", lambda: (_rand((2, 3), np.float32), _rand((3, 2), np.float32)),
+     {"out": np.broadcast_to(np.zeros(2, np.float32), (2, 2))}),
+    ("strings", lambda: (np.array([["a"]]), np.array([["b"]])), {}),
+    ("datetimes", lambda: (np.zeros((2, 2), "M8[s]"), np.zeros((2, 2), "M8[s]")), {}),
+]
+
+
+@pytest.mark.parametrize("name,make,kw", BAD, ids=[b[0] for b in BAD])
+def test_rejects_what_numpy_rejects(name, make, kw):
+    a, b = make()
+    expected = _numpy_error(a, b, **kw)
+    with pytest.raises(expected):
+        fastgemm.matmul(a, b, **kw)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("layout", ["C", "F", "sliced", "negative"])
+def test_out_is_written_and_returned(dtype, layout):
+    a, b = _rand((3, 20, 30), dtype), _rand((30, 10), dtype)
+    base = np.full((3, 40, 30), 99.0, dtype)
+    out = {
+        "C": np.empty((3, 20, 10), dtype),
+        "F": np.empty((3, 20, 10), dtype, order="F"),
+        "sliced": base[:, ::2, 5:25:2],
+        "negative": base[::-1, :20, 10::-1][:, :, :10],
+    }[layout]
+    before = base.copy()
+    res = fastgemm.matmul(a, b, out=out)
+    assert res is out
+    _check_close(out, a, b)
+    if layout in ("sliced", "negative"):
+        mask = np.zeros(base.shape, bool)
+        view = mask[:, ::2, 5:25:2] if layout == "sliced" else mask[::-1, :20, 10::-1][:, :, :10]
+        view[...] = True
+        assert np.array_equal(base[~mask], before[~mask])
+
+
+def test_out_overlapping_inputs_is_as_if_copied():
+    a = _rand((40, 40), np.float64)
+    want = np.matmul(a, a)
+    x = a.copy()
+    assert fastgemm.matmul(x, x, out=x) is x
+    _check_close(x, a, a)
+    assert np.allclose(x, want)
+    s = _rand((4, 8, 8), np.float32)
+    s0 = s.copy()
+    fastgemm.matmul(s[:, :, :], s[0], out=s)
+    _check_close(s, s0, s0[0])
+
+
+def test_out_with_castable_dtype_follows_numpy():
+    a, b = _rand((4, 5), np.float64), _rand((5, 3), np.float64)
+    out, ref = np.empty((4, 3), np.float32), np.empty((4, 3), np.float32)
+    fastgemm.matmul(a, b, out=out)
+    np.matmul(a, b, out=ref)
+    assert np.array_equal(out, ref)
+    o = np.empty((4, 3))
+    assert fastgemm.matmul(a, b, (o,)) is o
+    # NumPy lets an out keep the size-1 dimension a 1-D operand's promotion added.
+    v = a[0]
+    out, ref = np.empty((1, 3)), np.empty((1, 3))
+    assert fastgemm.matmul(v, b, out=out) is out
+    np.matmul(v, b, out=ref)
+    assert np.allclose(out, ref)
+
+
+def test_nonnative_and_unaligned_operands():
+    a = _rand((30, 20), np.float64).astype(">f8")
+    b = _rand((20, 10), np.float64)
+    got = fastgemm.matmul(a, b)
+    assert got.dtype == np.float64 and got.dtype.isnative
+    _check_close(got, a.astype(np.float64), b)
+    buf = np.zeros(20 * 10 * 4 + 1, np.uint8)
+    u = np.ndarray((20, 10), np.float32, buffer=buf, offset=1)
+    u[...] = b
+    assert not u.flags.aligned
+    a32 = a.astype(np.float32)
+    _check_close(fastgemm.matmul(a32, u), a32, u)
+
+
+def test_nan_propagates():
+    a, b = _rand((8, 8), np.float32), _rand((8, 8), np.float32)
+    a[2, 3] = np.nan
+    c = fastgemm.matmul(a, b)
+    assert np.isnan(c[2]).all() and not np.isnan(np.delete(c, 2, axis=0)).any()
+
+
+def test_k_zero_gives_zeros_even_in_garbage_out():
+    out = np.full((2, 4, 3), np.nan)
+    fastgemm.matmul(np.empty((2, 4, 0)), np.empty((0, 3)), out=out)
+    assert np.array_equal(out, np.zeros((2, 4, 3)))
+
+
+def test_a_stack_is_one_native_call(monkeypatch):
+    calls = []
+    native = _matmul._BATCHED[np.dtype(np.float32)]
+    monkeypatch.setitem(_matmul._BATCHED, np.dtype(np.float32), lambda *args: calls.append(1) or native(*args))
+    a, b = _rand((100, 4, 6), np.float32), _rand((1, 6, 5), np.float32)
+    _check_close(fastgemm.matmul(a, b), a, b)
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_stack_equals_one_product_at_a_time_bitwise(threads):
+    before = fastgemm.get_num_threads()
+    fastgemm.set_num_threads(threads)
+    try:
+        a, b = _rand((300, 24, 40), np.float64), _rand((300, 40, 16), np.float64)
+        c = fastgemm.matmul(a, b)
+        one_by_one = np.stack([fastgemm.dgemm(a[i], b[i]) for i in range(300)])
+        assert np.array_equal(c, one_by_one)
+        big_a, big_b = _rand((2, 300, 200), np.float32), _rand((200, 250), np.float32)
+        c = fastgemm.matmul(big_a, big_b)
+        assert np.array_equal(c, np.stack([fastgemm.sgemm(big_a[i], big_b) for i in range(2)]))
+    finally:
+        fastgemm.set_num_threads(before)
