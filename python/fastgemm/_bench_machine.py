@@ -120,7 +120,12 @@ def needs_reexec(threads):
     """True when NumPy's BLAS threads can only be pinned by restarting with env set."""
     if have_threadpoolctl() or os.environ.get(REEXEC_MARK):
         return False
-    return any(os.environ.get(v) != str(threads) for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"))
+    # OpenBLAS reads OPENBLAS_NUM_THREADS, else OMP_NUM_THREADS; MKL reads MKL_NUM_THREADS, else OMP_.
+    given = [os.environ[v] for v in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS") if v in os.environ]
+    pinned = ("OPENBLAS_NUM_THREADS" in os.environ or "OMP_NUM_THREADS" in os.environ) and all(
+        g.strip() == str(threads) for g in given
+    )
+    return not pinned
 
 
 def reexec_env(threads):

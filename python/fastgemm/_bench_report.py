@@ -148,9 +148,17 @@ def _fmt(x, spec):
     return "-" if x is None else format(x, spec)
 
 
+def _gflops(g):
+    if g is None:
+        return "-"
+    return format(g, ".0f" if g >= 1000 else ".1f" if g >= 1 else ".3f")
+
+
 def table(results, lib_names, peaks, threads):
     """The results as a fixed-width text table, then the notes it needs."""
-    cols = ["case", "dtype", "thr"] + list(lib_names) + ["fg/best", "%peak", "check"]
+    # A library measured on no case at all gets no column, only its note.
+    lib_names = [n for n in lib_names if n == "fastgemm" or any(r.gflops(n) for r in results)]
+    cols = ["case", "dtype", "thr"] + lib_names + ["fg/best", "%peak", "check"]
     rows, notes, wrong = [], {}, []
     for res in results:
         c = res.case
@@ -160,11 +168,10 @@ def table(results, lib_names, peaks, threads):
             notes.setdefault(("fastgemm", res.skipped), []).append(c.label())
             rows.append(row)
             continue
-        for name in lib_names:
-            r = res.libs.get(name)
-            if r is not None and r.error:
+        for name, r in res.libs.items():
+            if r.error:
                 notes.setdefault((name, r.error), []).append(c.label())
-            row.append(_fmt(res.gflops(name), ".1f"))
+        row += [_gflops(res.gflops(name)) for name in lib_names]
         rt = ratio(res)
         row.append("-" if rt is None else f"{rt:.2f}x")
         row.append(_fmt(pct_peak(res, peaks, threads), ".0f"))

@@ -1,0 +1,173 @@
+"""The benchmark's parts in-process: shape parsing, the suite, operand layouts, the timing loop,
+the correctness guard, the table, the record, the plot. Tiny shapes only."""
+import io
+import json
+
+import numpy as np
+import pytest
+
+import fastgemm
+from fastgemm import _bench as bm
+from fastgemm import _bench_report as report
+from fastgemm import _bench_suite as suite
+from fastgemm import _cli
+
+
+def test_parse_shapes_forms():
+    cases = suite.parse_shapes("512, 1024x2048x256,1000*64,3*4x5x6", "float32")
+    assert [(c.m, c.n, c.k, c.batch) for c in cases] == [
+        (512, 512, 512, 0), (1024, 2048, 256, 0), (64, 64, 64, 1000), (4, 5, 6, 3)]
+    assert [c.group for c in cases] == ["square", "custom", "stacked", "stacked"]
+    assert len(suite.parse_shapes("64")) == 2  # both dtypes unless told
+
+
+@pytest.mark.parametrize("text", ["", "x", "12x13", "1x2x3x4", "-5", "0x4x4", "0*4", "4.5"])
+def test_parse_shapes_rejects(text):
+    with pytest.raises(ValueError, match="--shapes"):
+        suite.parse_shapes(text)
+
+
+def test_full_suite_covers_the_issue():
+    cases = suite.full_suite()
+    shapes = {(c.m, c.n, c.k, c.batch, c.dtype) for c in cases}
+    for s in (64, 4096):
+        assert (s, s, s, 0, "float32") in shapes and (s, s, s, 0, "float64") in shapes
+    for m, n, k in ((127, 129, 131), (1000, 1000, 1000)):
+        assert (m, n, k, 0, "float64") in shapes
+    for m, n, k in ((2048, 11008, 4096), (1, 4096, 4096), (16, 4096, 4096), (4096, 4096, 16), (8192, 64, 8192)):
+        assert (m, n, k, 0, "float32") in shapes
+    assert (64, 64, 64, 1000, "float32") in shapes and (8, 8, 8, 10000, "float64") in shapes
+    assert {c.layout for c in cases} == set(suite.LAYOUTS)
+    assert len({c.key for c in cases}) == len(cases)
+    assert all(c.dtype == "float64" for c in suite.full_suite("float64"))
+
+
+def test_quick_suite_is_small():
+    cases = suite.quick_suite()
+    assert sum(c.flops for c in cases) < 2 * 2048**3 * 1.5
+    assert any(c.group == "llm" for c in cases)
+
+
+@pytest.mark.parametrize("layout", list(suite.LAYOUTS))
+def test_operands_have_the_layout(layout):
+    case = suite.Case("strided", 6, 10, 8, "float64", layout=layout)
+    a, b = suite.operands(case, np.random.default_rng(0))
+    assert a.shape == (6, 8) and b.shape == (8, 10) and a.dtype == b.dtype == np.float64
+    assert a.flags.c_contiguous == ("A.T" not in layout)
+    assert b.flags.c_contiguous == (layout in ("contiguous", "A.T"))
+    if layout == "B[:,::2]":
+        assert b.strides[1] == 2 * b.itemsize
+
+
+def test_stacked_operands():
+    a, b = suite.operands(suite.Case("stacked", 3, 4, 5, "float32", batch=7), np.random.default_rng(0))
+    assert a.shape == (7, 3, 5) and b.shape == (7, 5, 4) and a.dtype == np.float32
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("m", [5, 200])
+def test_guard_accepts_right_and_flags_wrong(dtype, m):
+    rng = np.random.default_rng(1)
+    case = suite.Case("custom", m, 33, 70, dtype)
+    a, b = suite.operands(case, rng)
+    c = fastgemm.gemm(a, b)
+    assert bm.check_result(case, a, b, c, rng)["ok"]
+    for row in (0, m - 1):  # edge rows are always in the sample
+        bad = c.copy()
+        bad[row, 17] += 1e-2 * (1 + abs(bad[row, 17]))
+        assert not bm.check_result(case, a, b, bad, rng)["ok"]
+    bad = c.copy()
+    bad[m // 2 if m <= 64 else 0, 3] = np.nan
+    verdict = bm.check_result(case, a, b, bad, rng)
+    assert not verdict["ok"] and not verdict["finite"]
+
+
+def test_measure_alternates_and_counts_repeats():
+    calls = []
+    fns = {"x": lambda: calls.append("x"), "y": lambda: calls.append("y")}
+    res = bm.measure(fns, repeats=4)
+    assert all(len(r.times) == 4 and r.median > 0 for r in res.values())
+    nx, ny = res["x"].number, res["y"].number
+    assert nx > 1 and ny > 1  # cheap calls are batched into samples
+    timed = calls[-4 * (nx + ny):]  # after the warm-up and calibration calls
+    assert timed == (["x"] * nx + ["y"] * ny) * 4
+
+
+def test_measure_adapts_repeats_to_budget():
+    res = bm.measure({"x": lambda: None}, budget=0.05)
+    assert bm.MIN_REPEATS <= len(res["x"].times) <= bm.MAX_REPEATS
+
+
+def test_progress_without_terminal_writes_lines():
+    s = io.StringIO()
+    p = bm.Progress(2, stream=s)
+    p.begin(0, "a")
+    p.draw(0.5)
+    p.begin(1, "b")
+    p.finish()
+    lines = s.getvalue().splitlines()
+    assert lines[0].startswith("bench [1/2] a") and lines[1].startswith("bench [2/2] b")
+    assert "\r" not in s.getvalue() and "2 cases" in lines[-1]
+
+
+def test_progress_on_terminal_redraws_in_place():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    s = Tty()
+    p = bm.Progress(4, stream=s)
+    p.begin(1, "shape")
+    p.draw(1.0, force=True)
+    assert "\r[" in s.getvalue() and "2/4" in s.getvalue() and "#" in s.getvalue()
+
+
+def _result(case, gf, check_ok=True):
+    libs = {name: bm.LibResult(times=[case.flops / (g * 1e9)], number=1) for name, g in gf.items()}
+    return bm.CaseResult(case, libs, {"ok": check_ok, "finite": True, "worst_err_over_bound": 0.1})
+
+
+def test_table_ratio_peak_and_wrong_rows():
+    ok = _result(suite.Case("square", 64, 64, 64, "float32"), {"fastgemm": 50.0, "numpy": 25.0, "torch": 40.0})
+    wrong = _result(suite.Case("square", 128, 128, 128, "float32"), {"fastgemm": 90.0, "numpy": 30.0}, False)
+    text = report.table([ok, wrong], ["fastgemm", "numpy", "torch"], {"float32": 100.0}, 1)
+    row = next(ln for ln in text.splitlines() if ln.startswith("64x64x64"))
+    assert "1.25x" in row and " 50 " in row + " " and row.rstrip().endswith("ok")
+    assert "WRONG" in next(ln for ln in text.splitlines() if ln.startswith("128x128x128"))
+    assert "!! fastgemm gave a WRONG result" in text
+    assert report.pct_peak(ok, {"float32": 100.0}, 2) == pytest.approx(25.0)
+
+
+def test_bench_exits_3_when_fastgemm_is_wrong(monkeypatch, capsys):
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setattr(fastgemm, "sgemm", lambda a, b: np.matmul(a, b) + np.float32(1))
+    code = _cli.main(["bench", "--shapes", "8", "--dtype", "float32", "--threads", "1", "--repeats", "1"])
+    assert code == _cli.EXIT_WRONG
+    assert "WRONG" in capsys.readouterr().out
+
+
+def test_record_compare_and_plot(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    out = tmp_path / "r.json"
+    args = ["bench", "--shapes", "8,16,7x5x3", "--dtype", "float64", "--threads", "1", "--repeats", "3",
+            "--json", str(out)]
+    try:
+        import matplotlib  # noqa: F401
+        args += ["--plot", str(tmp_path / "p.png")]
+    except ImportError:
+        pass
+    assert _cli.main(args) == 0
+    rec = report.load_record(str(out))
+    assert rec["machine"]["fastgemm"]["kernel"] == fastgemm.get_kernel()
+    assert set(rec["machine"]["peak_gflops_per_core"]) == {"float64"}
+    assert all(len(r["libs"]["numpy"]["times_s"]) == 3 for r in rec["results"])
+    json.dumps(rec)  # plain data only
+    if "--plot" in args:
+        assert (tmp_path / "p.png").stat().st_size > 1000
+    capsys.readouterr()
+    assert _cli.main(["bench", "--shapes", "16", "--dtype", "float64", "--threads", "1", "--repeats", "1",
+                      "--compare", str(out)]) == 0
+    tail = capsys.readouterr().out.split("Against", 1)[1]
+    assert "16x16x16" in tail and "%" in tail
