@@ -1,0 +1,1 @@
+"""A downstream package that depends on fastgemm (see check.py)."""
