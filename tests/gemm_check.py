@@ -67,22 +67,27 @@ def reference(a, b, c0, alpha, beta, trans_a=False, trans_b=False):
     """alpha * op(A) @ op(B) + beta * C0 in a wider type, and the error bound each entry may
     differ by. BLAS rules: beta == 0 ignores C0, alpha == 0 or k == 0 ignores A and B."""
     wide = np.float64 if a.dtype == np.float32 else np.longdouble
+    # The scalars are used in the array's precision (a beta that underflows to 0 is 0).
+    alpha, beta = a.dtype.type(alpha), a.dtype.type(beta)
     opa = op(a, trans_a).astype(wide)
     opb = op(b, trans_b).astype(wide)
     m, k = opa.shape
     n = opb.shape[1]
     prod = np.zeros((m, n), wide)
     mag = np.zeros((m, n), wide)
-    if alpha != 0 and k != 0:
-        prod = wide(alpha) * (opa @ opb)
-        mag = abs(wide(alpha)) * (abs(opa) @ abs(opb))
-    if beta != 0:
-        prod = prod + wide(beta) * c0.astype(wide)
-        mag = mag + abs(wide(beta)) * abs(c0.astype(wide))
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/Inf inputs are tested on purpose
+        if alpha != 0 and k != 0:
+            prod = wide(alpha) * (opa @ opb)
+            mag = abs(wide(alpha)) * (abs(opa) @ abs(opb))
+        if beta != 0:
+            prod = prod + wide(beta) * c0.astype(wide)
+            mag = mag + abs(wide(beta)) * abs(c0.astype(wide))
     # K roundings in the dot product, one for alpha, one for the beta update (DESIGN.md's
-    # 2*K*u with K+2 so K = 0 and K = 1 still allow the scaling roundings).
+    # 2*K*u with K+2 so K = 0 and K = 1 still allow the scaling roundings), plus as many
+    # subnormal spacings for results that underflow.
     u = UNIT_ROUNDOFF[np.dtype(a.dtype)]
-    return prod, 2 * (k + 2) * u * mag
+    tiny = np.finfo(a.dtype).smallest_subnormal
+    return prod, 2 * (k + 2) * (u * mag + wide(tiny))
 
 
 def assert_matches(got, ref, bound, what=""):
