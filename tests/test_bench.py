@@ -171,3 +171,17 @@ def test_record_compare_and_plot(tmp_path, monkeypatch, capsys):
                       "--compare", str(out)]) == 0
     tail = capsys.readouterr().out.split("Against", 1)[1]
     assert "16x16x16" in tail and "%" in tail
+
+
+@pytest.mark.parametrize("layout", list(suite.LAYOUTS))
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_library_runs_every_layout(layout, threads):
+    libs, _ = bm.competitors(threads)
+    case = suite.Case("strided", 16, 12, 8, "float32", layout=layout)
+    rng = np.random.default_rng(3)
+    res = bm.run_case(case, libs, suite.operands(case, rng), repeats=2, budget=0.01, rng=rng)
+    assert res.check["ok"] and not res.skipped
+    for lib in libs:
+        r = res.libs[lib.name]
+        assert r.error or (len(r.times) == 2 and res.gflops(lib.name) > 0), lib.name
+    assert not res.libs["fastgemm"].error and not res.libs["numpy"].error
