@@ -51,6 +51,8 @@ void run_blocked(const Microkernel<T>& uk, const Blocking& bs, int threads, T al
                  View<const T> a, View<const T> b, T beta, View<T> c) {
     const int MR = uk.mr, NR = uk.nr;
     const int64_t m = c.rows, n = c.cols, k = a.cols;
+    // A thread without an MR x NR tile of C would only wait at the barriers.
+    threads = int(std::min<int64_t>(threads, ceil_div(m, MR) * ceil_div(n, NR)));
 
     // Even splits: no thin tail block in k, n or m.
     const int64_t kc_max = ceil_div(k, ceil_div(k, bs.kc));
