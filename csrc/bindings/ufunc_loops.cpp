@@ -19,9 +19,14 @@ using namespace fastgemm;
 
 namespace {
 
-// Below this many multiply-adds per product NumPy's own loop is faster than packing for
-// the microkernel (measured with tools in tests/, see the commit that set it).
-constexpr int64_t kMinFlops = 0;
+// Below this many multiply-adds per product (64^3) NumPy's own loop was faster than
+// fastgemm's in every case measured (2-core AVX-512 machine, square n = 8..48, one product and
+// stacks of 16: NumPy 1.6x-12x faster); at n = 64 a stack of 16 is 1.1-1.3x faster on fastgemm,
+// a single product still 1.4x slower.
+// Most of fastgemm's fixed cost per product is in the driver (an OpenMP region and its
+// barriers even on one thread). Tests lower it to 0 so every product takes fastgemm's path.
+constexpr int64_t kDefaultMinFlops = int64_t(64) * 64 * 64;
+std::atomic<int64_t> g_min_flops{kDefaultMinFlops};
 
 template <typename T>
 struct Slot {
@@ -51,7 +56,7 @@ void matmul_loop(char** args, npy_intp const* dims, npy_intp const* steps, void*
     const PyUFuncGenericFunction numpys = Slot<T>::original.load(std::memory_order_acquire);
     const npy_intp batch = dims[0], n = dims[1], k = dims[2], m = dims[3];
     constexpr size_t s = sizeof(T);
-    bool ok = double(n) * double(k) * double(m) >= double(kMinFlops);
+    bool ok = double(n) * double(k) * double(m) >= double(g_min_flops.load(std::memory_order_relaxed));
     for (int i = 0; ok && i < 3; ++i) ok = fits(args[i], steps[i], s);
     for (int i = 3; ok && i < 9; ++i) ok = steps[i] % npy_intp(s) == 0;
     if (ok) {
@@ -131,5 +136,12 @@ void register_ufunc_loops(py::module_& m) {
     m.def("matmul_loop_calls", [] {
         return py::dict(py::arg("fastgemm") = g_ours.load(), py::arg("numpy") = g_numpys.load());
     });
-    m.attr("MATMUL_LOOP_MIN_FLOPS") = kMinFlops;
+    m.def("matmul_loop_min_flops", [] { return g_min_flops.load(); });
+    m.def(
+        "set_matmul_loop_min_flops",
+        [](int64_t n) {
+            if (n < 0) throw py::value_error("the smallest product for fastgemm's matmul loop must be >= 0");
+            g_min_flops.store(n);
+        },
+        py::arg("n"));
 }

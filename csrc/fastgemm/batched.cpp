@@ -97,9 +97,11 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
     }
 
     // An exception must not leave an OpenMP region: keep the first, stop the rest, rethrow.
+    // Small dynamic chunks: on a busy machine a descheduled thread's share goes to the others.
     std::exception_ptr error;
     std::atomic<bool> failed{false};
-#pragma omp parallel for num_threads(by_batch) schedule(static)
+    const int64_t chunk = std::max<int64_t>(1, count / (int64_t(by_batch) * 8));
+#pragma omp parallel for num_threads(by_batch) schedule(dynamic, chunk)
     for (int64_t i = 0; i < count; ++i) {
         if (failed.load(std::memory_order_relaxed)) continue;
         try {

@@ -83,6 +83,7 @@ def build_parser():
     i = sub.add_parser("info", prog="python -m fastgemm info", help="what fastgemm runs on this machine",
                        description="Print fastgemm.info(): kernel, tile, block sizes, caches, CPU features, threads.")
     i.add_argument("--peak", action="store_true", help="also measure each kernel's FMA peak (about a second)")
+    sub.add_parser("run", help="run a script with numpy.matmul on fastgemm: run [--] script.py args...")
     return p
 
 
@@ -266,6 +267,10 @@ def info(args):
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"]:  # the program's own options must reach it unparsed
+        from ._run import main as run
+
+        return run(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     prog = f"python -m fastgemm {args.command or ''}".rstrip()
