@@ -1,0 +1,38 @@
+"""pytest plugin: run NumPy's own tests with numpy.matmul on fastgemm.
+
+    python -m pytest -p fastgemm_numpy_plugin --pyargs numpy._core.tests.test_multiarray -k matmul
+
+(with this directory on PYTHONPATH; tests/numpy_suite/run.py does exactly that). The switch is
+turned on at session start and every float32/float64 product, however small, takes fastgemm's
+loop, so NumPy's small test matrices exercise it too. The summary line says how many products
+fastgemm computed and how many it handed back to NumPy's loop (unaligned or odd-strided data).
+"""
+import fastgemm
+from fastgemm import _core
+
+_state = {}
+
+
+def pytest_sessionstart(session):
+    _state["min_flops"] = _core.matmul_loop_min_flops()
+    _core.set_matmul_loop_min_flops(0)
+    _state["calls"] = dict(_core.matmul_loop_calls())
+    fastgemm.patch_numpy()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    still_on = fastgemm.is_patched()
+    fastgemm.restore_numpy()
+    _core.set_matmul_loop_min_flops(_state["min_flops"])
+    now = _core.matmul_loop_calls()
+    _state["summary"] = (
+        f"fastgemm numpy suite: switch {'on' if still_on else 'OFF'} at the end; matmul loop calls: "
+        f"fastgemm {now['fastgemm'] - _state['calls']['fastgemm']}, "
+        f"handed to NumPy's loop {now['numpy'] - _state['calls']['numpy']}"
+    )
+    if not still_on and exitstatus == 0:
+        session.exitstatus = 1  # a test that switched it off would prove nothing
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(_state.get("summary", "fastgemm numpy suite: no summary"))

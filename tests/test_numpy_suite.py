@@ -1,0 +1,35 @@
+"""NumPy's own matmul tests pass with numpy.matmul on fastgemm (tests/numpy_suite/run.py)."""
+import importlib.util
+import os
+import re
+import subprocess
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_spec = importlib.util.spec_from_file_location("fastgemm_numpy_suite_run", os.path.join(HERE, "numpy_suite", "run.py"))
+suite = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(suite)
+
+
+def _counts(output):
+    counts = {}
+    for n, what in re.findall(r"(\d+) (passed|failed|skipped|error|errors|xfailed|xpassed|deselected)", output):
+        counts[what.rstrip("s") if what == "errors" else what] = int(n)
+    return counts
+
+
+@pytest.mark.parametrize("module,expr", suite.SELECTION, ids=[m.rsplit(".", 1)[-1] for m, _ in suite.SELECTION])
+def test_numpys_matmul_tests_pass_with_the_switch_on(module, expr):
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"this NumPy was installed without its tests ({module})")
+    proc = subprocess.run(suite.command(module, expr), env=suite.env(), cwd=os.path.join(HERE, "numpy_suite"),
+                          capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    counts = _counts(out.strip().splitlines()[-1] if out.strip() else "")
+    used = re.search(r"matmul loop calls: fastgemm (\d+), handed to NumPy's loop (\d+)", out)
+    print(f"{module} -k {expr!r}: {counts}; {used.group(0) if used else 'no fastgemm summary'}")
+    assert proc.returncode == 0, out[-4000:]
+    assert counts.get("passed", 0) > 0 and counts.get("failed", 0) == 0 and counts.get("error", 0) == 0, out[-4000:]
+    assert "switch on at the end" in out
+    assert used and int(used.group(1)) > 0, "NumPy's tests never reached fastgemm's loop"
