@@ -21,6 +21,9 @@ std::atomic<bool> g_single_after_fork{false};
 
 // Below this many multiply-adds per thread, waking another thread costs more than it saves.
 constexpr int64_t kMinWorkPerThread = int64_t(1) << 21;
+// The driver's threads meet at two barriers per KC step, so a thread must own enough of C to
+// outweigh them: K does not count here (a 32 x 32 x 4096 product does 28 tiny steps).
+constexpr int64_t kMinAreaPerThread = 32 * 32;
 
 // threading.o is always linked (gemm needs threads_for), so this pulls the fork handler
 // into every binary that can start a team.
@@ -50,7 +53,7 @@ int threads_for(int64_t m, int64_t n, int64_t k) {
     if (cap <= 1) return 1;
     // m*n*k may overflow; divide first.
     const double work = double(m) * double(n) * double(k);
-    const double by_work = work / double(kMinWorkPerThread);
+    const double by_work = std::min(work / double(kMinWorkPerThread), double(m) * double(n) / double(kMinAreaPerThread));
     const int t = by_work >= cap ? cap : std::max(1, int(by_work));
     if (t > 1) g_team_started.store(true, std::memory_order_relaxed);
     return t;
