@@ -8,6 +8,7 @@
 from ._blas import dgemm, gemm, sgemm
 from ._matmul import matmul
 from ._patch import is_patched, patch_numpy, patched, restore_numpy
+from . import blas
 from ._runtime import (
     __version__,
     available_kernels,
@@ -25,6 +26,7 @@ del _configure_from_environment
 __all__ = [
     "__version__",
     "available_kernels",
+    "blas",
     "dgemm",
     "gemm",
     "get_kernel",
