@@ -229,3 +229,48 @@ def test_stack_equals_one_product_at_a_time_bitwise(threads):
         assert np.array_equal(c, np.stack([fastgemm.sgemm(big_a[i], big_b) for i in range(2)]))
     finally:
         fastgemm.set_num_threads(before)
+
+
+# --- property: any shapes NumPy accepts or rejects, any layout --------------------------------
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+_dims = st.integers(0, 6)
+
+
+@st.composite
+def _operands(draw):
+    n, k, m = draw(_dims), draw(_dims), draw(_dims)
+    batch = draw(st.lists(st.integers(1, 3), max_size=2))
+    # Each operand keeps a random suffix of the batch, with random axes set to 1 (broadcast).
+    ba = [d if draw(st.booleans()) else 1 for d in batch[draw(st.integers(0, len(batch))):]]
+    bb = [d if draw(st.booleans()) else 1 for d in batch[draw(st.integers(0, len(batch))):]]
+    sa = (k,) if draw(st.integers(0, 4)) == 0 else (*ba, n, k)
+    sb = (k,) if draw(st.integers(0, 4)) == 0 else (*bb, k, m)
+    if draw(st.integers(0, 6)) == 0:  # sometimes a mismatch NumPy must reject
+        sb = (*sb[:-2], k + 1, sb[-1]) if len(sb) > 1 else (k + 1,)
+    dt = draw(st.sampled_from([np.float32, np.float64, np.int16]))
+    dt2 = draw(st.sampled_from([dt, np.float32, np.float64]))
+    a, b = _rand(sa, dt), _rand(sb, dt2)
+    if draw(st.booleans()) and a.ndim >= 2:
+        a = np.asfortranarray(a)
+    if draw(st.booleans()) and b.ndim >= 2:
+        b = np.swapaxes(np.ascontiguousarray(np.swapaxes(b, -1, -2)), -1, -2)[..., ::-1, :][..., ::-1, :]
+    return a, b
+
+
+@given(_operands())
+def test_property_same_shape_dtype_values_or_exception_as_numpy(ops):
+    a, b = ops
+    try:
+        want = np.matmul(a, b)
+    except Exception as e:
+        with pytest.raises(type(e)):
+            fastgemm.matmul(a, b)
+        return
+    got = fastgemm.matmul(a, b)
+    assert type(got) is type(want) and np.shape(got) == np.shape(want) and got.dtype == want.dtype
+    if got.dtype.kind == "f":
+        _check_close(got, np.asarray(a, got.dtype), np.asarray(b, got.dtype))
+    else:
+        assert np.array_equal(got, want)

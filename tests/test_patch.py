@@ -263,3 +263,28 @@ def test_run_subcommand_errors(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "fastgemm", "run", "-m", "modprog"],
                           capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0 and "on True" in proc.stdout, proc.stderr
+
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+
+@given(n=st.integers(0, 9), k=st.integers(0, 9), m=st.integers(0, 9), batch=st.integers(0, 4),
+       vec=st.sampled_from(["none", "left", "right", "both"]), dt=st.sampled_from([np.float32, np.float64]),
+       order=st.sampled_from(["C", "F", "T"]))
+def test_property_patched_matches_numpy(n, k, m, batch, vec, dt, order):
+    a = _rand((k,) if vec in ("left", "both") else (batch, n, k), dt)
+    b = _rand((k,) if vec in ("right", "both") else (k, m), dt)
+    if order == "F" and b.ndim == 2:
+        b = np.asfortranarray(b)
+    if order == "T" and a.ndim == 3:
+        a = np.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2)
+    want = np.matmul(a, b)
+    before = _core.matmul_loop_min_flops()
+    _core.set_matmul_loop_min_flops(0)
+    try:
+        with fastgemm.patched():
+            got = np.matmul(a, b)
+    finally:
+        _core.set_matmul_loop_min_flops(before)
+    assert type(got) is type(want) and np.shape(got) == np.shape(want)
+    _check_close(got, a, b)
