@@ -67,14 +67,8 @@ void run_blocked(const Microkernel<T>& uk, const Blocking& bs, int threads, T al
     T* bp = reinterpret_cast<T*>(scratch);
     const bool unit_cs = c.cs == 1;
 
-#pragma omp parallel num_threads(threads) if (threads > 1)
-    {
-#ifdef _OPENMP
-        const int tid = omp_get_thread_num();
-        const int team = omp_get_num_threads();
-#else
-        const int tid = 0, team = 1;
-#endif
+    // One thread's share of the five loops; `team` threads run it together.
+    auto work = [&](int tid, int team) {
         // The runtime may give fewer threads than asked: re-derive the grid from the team.
         const Grid g = team == threads ? grid : make_grid(team, m, MR);
         const int gm = tid / g.tn, gn = tid % g.tn;
@@ -88,7 +82,9 @@ void run_blocked(const Microkernel<T>& uk, const Blocking& bs, int threads, T al
                 const T beta_pc = pc == 0 ? beta : T(1);
                 uk.pack_b(kc, nc, b.data + pc * b.rs + jc * b.cs, b.rs, b.cs, bp,
                           slivers * tid / team, slivers * (tid + 1) / team);
+                if (team > 1) {
 #pragma omp barrier
+                }
                 const int64_t s_lo = slivers * gn / g.tn, s_hi = slivers * (gn + 1) / g.tn;
                 for (int64_t ic = int64_t(gm) * mc_max; ic < m; ic += int64_t(g.tm) * mc_max) {
                     const int64_t mc = std::min(mc_max, m - ic);
@@ -109,10 +105,23 @@ void run_blocked(const Microkernel<T>& uk, const Blocking& bs, int threads, T al
                     }
                 }
                 // The B panel is repacked next round: everyone must be done reading it.
+                if (team > 1) {
 #pragma omp barrier
+                }
             }
         }
+    };
+
+    // One thread: no parallel region at all. Even a one-thread team costs a few microseconds
+    // of runtime bookkeeping per call, which is most of the time of a small product.
+#ifdef _OPENMP
+    if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+        work(omp_get_thread_num(), omp_get_num_threads());
+        return;
     }
+#endif
+    work(0, 1);
 }
 
 template void run_blocked<float>(const Microkernel<float>&, const Blocking&, int, float,

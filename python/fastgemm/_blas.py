@@ -10,7 +10,9 @@ import numpy as np
 
 from . import _core
 
-_NATIVE = {np.dtype(np.float32): _core.sgemm, np.dtype(np.float64): _core.dgemm}
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_NATIVE = {_F32: _core.sgemm, _F64: _core.dgemm}
 
 
 def _as_matrix(x, name, dtype, fn):
@@ -24,11 +26,15 @@ def _as_matrix(x, name, dtype, fn):
 
 
 def _native_ok(x):
-    """The core indexes whole elements through aligned pointers."""
-    return x.flags.aligned and all(s % x.itemsize == 0 for s in x.strides)
+    """The core indexes whole elements through aligned pointers (x is 2-D)."""
+    rs, cs = x.strides
+    size = x.itemsize
+    return x.flags.aligned and rs % size == 0 and cs % size == 0
 
 
 def _scalar(x, name, fn):
+    if type(x) is float:  # the common case, without the cost of an ABC check
+        return x
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"{fn}: {name} must be a real number, got {type(x).__name__}")
     return float(x)
@@ -93,12 +99,12 @@ def sgemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False):
     it does not survive; with ``alpha == 0`` or an empty inner dimension A and B are not
     read. Inputs that overlap ``c`` in memory are copied first.
     """
-    return _gemm(np.dtype(np.float32), "sgemm", a, b, c, alpha, beta, trans_a, trans_b)
+    return _gemm(_F32, "sgemm", a, b, c, alpha, beta, trans_a, trans_b)
 
 
 def dgemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False):
     """float64 counterpart of :func:`sgemm`, same semantics."""
-    return _gemm(np.dtype(np.float64), "dgemm", a, b, c, alpha, beta, trans_a, trans_b)
+    return _gemm(_F64, "dgemm", a, b, c, alpha, beta, trans_a, trans_b)
 
 
 def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, trans_a=False, trans_b=False):
