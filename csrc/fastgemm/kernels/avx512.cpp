@@ -1,8 +1,10 @@
 // AVX-512 (F/BW/VL/DQ) kernels: compiled with AVX-512 flags, only ever called after dispatch
 // has seen the CPU and the OS's saved state allow them.
 //
-// Tile: 14 x 32 fp32 (28 zmm accumulators, 2 for the B row, 1 broadcast) and 14 x 16 fp64.
-// Chosen by measurement on Zen 4 (1 thread, 2048^3 fp32, kc 512, thread CPU time, GF/s of a
+// Tiles: 14 x 32 fp32 (28 zmm accumulators, 2 for the B row, 1 broadcast) and 6 x 32 fp64
+// (24 accumulators, 4 for the B row). fp64 measured the same way (2048^3, kc 512, of a
+// 59 GF/s peak): 6x32 54.0, 8x24 53.6, 14x16 52.9, 12x16 52.3, 28x8 50.1.
+// fp32 chosen by measurement on Zen 4 (1 thread, 2048^3, kc 512, thread CPU time, GF/s of a
 // 118 GF/s peak): 14x32 103.3, 6x64 100.6, 8x48 100.0, 12x32 97.1, 28x16 93.4. In L1 they
 // all reach ~116; 14x32 wins in the full product because it loads the least B per FMA
 // that still keeps C rows contiguous (row-major C is stored with full 64-byte vectors).
@@ -51,7 +53,8 @@ struct Avx512F64 {
 // element at a time it cost 3% of a 2048^3 product and 13% of a 64^3 one. These move 16 (fp32)
 // or 8 (fp64) k-steps of a sliver at once through an in-register transpose.
 
-constexpr int kMR = 14;
+constexpr int kMR = 14;   // fp32 tile rows
+constexpr int kMR64 = 6;  // fp64 tile rows
 
 // rows[0..15] -> columns: out[c] holds rows[0..15][c].
 inline void transpose16x16(__m512 r[16]) {
@@ -117,26 +120,21 @@ void pack_a_f32(int64_t mc, int64_t kc, const float* a, int64_t rsa, int64_t csa
 }
 
 void pack_a_f64(int64_t mc, int64_t kc, const double* a, int64_t rsa, int64_t csa, double* ap) {
-    if (csa != 1) return tile::pack_a<Avx512F64, kMR>(mc, kc, a, rsa, csa, ap);
-    const int64_t full = mc / kMR * kMR, kv = kc / 8 * 8;
-    for (int64_t i0 = 0; i0 < full; i0 += kMR, ap += kMR * kc) {
+    if (csa != 1) return tile::pack_a<Avx512F64, kMR64>(mc, kc, a, rsa, csa, ap);
+    constexpr __mmask8 rows_mask = (1u << kMR64) - 1;
+    const int64_t full = mc / kMR64 * kMR64, kv = kc / 8 * 8;
+    for (int64_t i0 = 0; i0 < full; i0 += kMR64, ap += kMR64 * kc) {
         const double* a0 = a + i0 * rsa;
         for (int64_t p = 0; p < kv; p += 8) {
-            __m512d lo[8], hi[8];
-            for (int i = 0; i < 8; ++i) lo[i] = _mm512_loadu_pd(a0 + i * rsa + p);
-            for (int i = 0; i < 6; ++i) hi[i] = _mm512_loadu_pd(a0 + (8 + i) * rsa + p);
-            hi[6] = hi[7] = _mm512_setzero_pd();
-            transpose8x8(lo);
-            transpose8x8(hi);
-            for (int c = 0; c < 8; ++c) {
-                _mm512_storeu_pd(ap + (p + c) * kMR, lo[c]);
-                _mm512_mask_storeu_pd(ap + (p + c) * kMR + 8, 0x3F, hi[c]);
-            }
+            __m512d r[8];
+            for (int i = 0; i < 8; ++i) r[i] = i < kMR64 ? _mm512_loadu_pd(a0 + i * rsa + p) : _mm512_setzero_pd();
+            transpose8x8(r);
+            for (int c = 0; c < 8; ++c) _mm512_mask_storeu_pd(ap + (p + c) * kMR64, rows_mask, r[c]);
         }
         for (int64_t p = kv; p < kc; ++p)
-            for (int i = 0; i < kMR; ++i) ap[p * kMR + i] = a0[i * rsa + p];
+            for (int i = 0; i < kMR64; ++i) ap[p * kMR64 + i] = a0[i * rsa + p];
     }
-    if (full < mc) tile::pack_a<Avx512F64, kMR>(mc - full, kc, a + full * rsa, rsa, csa, ap);
+    if (full < mc) tile::pack_a<Avx512F64, kMR64>(mc - full, kc, a + full * rsa, rsa, csa, ap);
 }
 
 constexpr Microkernel<float> f32_kernel() {
@@ -146,7 +144,7 @@ constexpr Microkernel<float> f32_kernel() {
 }
 
 constexpr Microkernel<double> f64_kernel() {
-    Microkernel<double> k = tile::microkernel<Avx512F64, kMR, 2>();
+    Microkernel<double> k = tile::microkernel<Avx512F64, kMR64, 4>();
     k.pack_a = &pack_a_f64;
     return k;
 }
