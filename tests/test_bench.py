@@ -185,3 +185,14 @@ def test_every_library_runs_every_layout(layout, threads):
         r = res.libs[lib.name]
         assert r.error or (len(r.times) == 2 and res.gflops(lib.name) > 0), lib.name
     assert not res.libs["fastgemm"].error and not res.libs["numpy"].error
+
+
+def test_unsteady_samples_are_marked():
+    case = suite.Case("square", 64, 64, 64, "float32")
+    steady = bm.CaseResult(case, {"fastgemm": bm.LibResult(times=[1e-5, 1.01e-5], number=1),
+                                  "numpy": bm.LibResult(times=[2e-5, 2.02e-5], number=1)}, {"ok": True})
+    text = report.table([steady], ["fastgemm", "numpy"], {"float32": 100.0}, 1)
+    assert "~" not in text
+    steady.libs["numpy"].times.append(4e-5)
+    text = report.table([steady], ["fastgemm", "numpy"], {"float32": 100.0}, 1)
+    assert "ok  ~" in text and "quiet machine" in text

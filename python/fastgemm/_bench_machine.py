@@ -136,6 +136,13 @@ def reexec_env(threads):
     return env
 
 
+def _load_average():
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
 def describe(libs, missing, threads, pinning, peaks):
     info = fg.info()
     versions = {
@@ -164,4 +171,5 @@ def describe(libs, missing, threads, pinning, peaks):
         "missing": missing,
         "peak_gflops_per_core": peaks,
         "executable": sys.executable,
+        "load_average": _load_average(),
     }

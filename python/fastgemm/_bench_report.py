@@ -20,6 +20,7 @@ def result_record(res, peaks, threads):
             "median_s": r.median,
             "calls_per_sample": r.number,
             "times_s": r.times,
+            "spread": spread(r),
             "error": r.error or None,
         }
     return {
@@ -135,6 +136,10 @@ def header(machine, date):
     if machine["missing"]:
         lines.append("not installed (not compared): " + ", ".join(machine["missing"])
                      + "  -- pip install \"fastgemm[bench]\" adds them")
+    load = machine.get("load_average")
+    if load is not None and load > 0.5:
+        lines.append(f"warning:  load average {load:.1f} before the run: other programs are using the CPU; "
+                     "absolute GFLOP/s will be low and noisy")
     env = machine["env"]
     if env:
         lines.append("env:      " + " ".join(f"{k}={val}" for k, val in env.items()))
@@ -148,6 +153,17 @@ def _fmt(x, spec):
     return "-" if x is None else format(x, spec)
 
 
+NOISY = 0.25
+
+
+def spread(lib_result):
+    """(max - min) / median of a library's samples: how steady the machine was."""
+    if lib_result is None or len(lib_result.times) < 2:
+        return 0.0
+    t = lib_result.times
+    return (max(t) - min(t)) / lib_result.median
+
+
 def _gflops(g):
     if g is None:
         return "-"
@@ -159,7 +175,8 @@ def table(results, lib_names, peaks, threads):
     # A library measured on no case at all gets no column, only its note.
     lib_names = [n for n in lib_names if n == "fastgemm" or any(r.gflops(n) for r in results)]
     cols = ["case", "dtype", "thr"] + lib_names + ["fg/best", "%peak", "check"]
-    rows, notes, wrong = [], {}, []
+    rows, notes, wrong, noisy_rows = [], {}, [], []
+    measured = sum(1 for r in results if not r.skipped)
     for res in results:
         c = res.case
         row = [c.label(), c.dtype, str(threads)]
@@ -176,7 +193,10 @@ def table(results, lib_names, peaks, threads):
         row.append("-" if rt is None else f"{rt:.2f}x")
         row.append(_fmt(pct_peak(res, peaks, threads), ".0f"))
         ok = res.check.get("ok")
-        row.append("ok" if ok else "WRONG")
+        noisy = [n for n in lib_names if spread(res.libs.get(n)) > NOISY]
+        if noisy:
+            noisy_rows.append(c.label())
+        row.append(("ok" if ok else "WRONG") + ("  ~" if noisy else ""))
         if not ok:
             wrong.append(f"{c.label()} {c.dtype}")
         rows.append(row)
@@ -189,8 +209,11 @@ def table(results, lib_names, peaks, threads):
     out = ["GFLOP/s (median of repeats; higher is better). fg/best: fastgemm / fastest other. "
            "%peak: fastgemm / (FMA peak x threads).", line(cols), line(["-" * w for w in widths])]
     out += [line(r) for r in rows]
+    if noisy_rows:
+        out.append(f"  ~ samples of one library differed by more than {NOISY:.0%} of their median: "
+                   "something else was using the CPU; rerun on a quiet machine")
     for (name, why), cases in notes.items():
-        shown = ", ".join(dict.fromkeys(cases))
+        shown = "every case" if len(cases) == measured and name != "fastgemm" else ", ".join(dict.fromkeys(cases))
         out.append(f"  {name} not measured on {shown}: {why}")
     if wrong:
         out.append("")
@@ -273,7 +296,7 @@ def plot(path, results, lib_names, peaks, threads, machine, date):
         ax.set_ylim(0, peak * 1.08)
         ax.set_title(f"{dt}, {threads} thread{'s' if threads > 1 else ''}")
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="lower right", fontsize="small")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=3, fontsize="small", frameon=False)
     fig.suptitle(f"{machine['cpu']} - fastgemm {machine['versions']['fastgemm']} - {date}", fontsize="medium")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
