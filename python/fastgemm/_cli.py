@@ -47,7 +47,7 @@ def _positive_float(text):
 
 def build_parser():
     p = _Parser(prog="python -m fastgemm", description="fastgemm command line: benchmark and machine info.")
-    sub = p.add_subparsers(dest="command", metavar="{bench,info}", parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", metavar="{bench,info,run}", parser_class=_Parser)
     b = sub.add_parser(
         "bench",
         prog="python -m fastgemm bench",
