@@ -11,7 +11,7 @@ SRC=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${FASTGEMM_CI_WORK:-/tmp/fastgemm-ci}
 PY=${PYTHON:-python3}
 mkdir -p "$WORK"
-rm -rf "$WORK/dist" "$WORK/wheelhouse" "$WORK/build-wheel" "$WORK/venv-user" "$WORK/consumer-run"
+rm -rf "$WORK/dist" "$WORK/wheelhouse" "$WORK/build-wheel" "$WORK/venv-user" "$WORK/venv-oldest" "$WORK/consumer-run"
 
 echo "== tools"
 [ -x "$WORK/venv-tools/bin/python" ] || "$PY" -m venv "$WORK/venv-tools"
@@ -57,6 +57,16 @@ assert src not in where.parents, f"fastgemm imported from the source tree: {wher
 print("fastgemm", fastgemm.__version__, "from", where.parent)
 PY
 )
+
+echo "== the oldest NumPy the metadata allows"
+# numpy 1.23 has wheels up to CPython 3.11; newer interpreters start at a newer NumPy anyway.
+if "$PY" -c 'import sys; sys.exit(sys.version_info >= (3, 12))'; then
+  "$PY" -m venv "$WORK/venv-oldest"
+  "$WORK/venv-oldest/bin/pip" install -q "numpy==1.23.*" "$REPAIRED" "$SRC/tests/consumer"
+  (cd "$WORK/consumer-run" && "$WORK/venv-oldest/bin/python" -c 'import numpy; print("numpy", numpy.__version__)' \
+     && "$WORK/venv-oldest/bin/python" -m fastgemm_consumer.check)
+  rm -rf "$WORK/venv-oldest"
+fi
 
 echo "== cibuildwheel configuration"
 IDS=$(cd "$SRC" && "$T/cibuildwheel" --print-build-identifiers --platform linux)
