@@ -27,4 +27,30 @@ echo "$OUT"
 # The driver walks runnable_kernels() best first; the first is what dispatch picks by default.
 KERNELS=$(grep '^kernel ' <<<"$OUT" | awk '{print $2 "=" $3}' | paste -sd' ')
 [ "$KERNELS" = "neon=ok generic=ok" ] || { echo "expected 'neon=ok generic=ok', got '$KERNELS'"; exit 1; }
+# qemu cannot time the kernel, so check its shape instead: the k loop of each full 8-row tile
+# must keep all 24 accumulators in registers (no stack access among its FMAs). GCC's
+# pre-allocation scheduler once made it spill; CMakeLists.txt turns that off for neon.cpp.
+python3 - "$BUILD/CMakeFiles/fastgemm_core.dir/csrc/fastgemm/kernels/neon.cpp.o" <<'PY'
+import re, subprocess, sys
+obj = sys.argv[1]
+syms = [l.split()[-1] for l in subprocess.run(["aarch64-linux-gnu-nm", obj], capture_output=True,
+        text=True, check=True).stdout.splitlines() if re.search(r"ukernel.*NeonF(32|64)ELi8E", l)]
+assert len(syms) == 2, f"expected the fp32 and fp64 8-row NEON tiles, found {syms}"
+for sym in syms:
+    asm = subprocess.run(["aarch64-linux-gnu-objdump", "-d", "--no-show-raw-insn", f"--disassemble={sym}", obj],
+                         capture_output=True, text=True, check=True).stdout
+    ins = [(int(m[1], 16), m[2], m[3]) for m in re.finditer(r"^\s+([0-9a-f]+):\s+(\S+)\s*(.*)$", asm, re.M)]
+    best = None
+    for addr, op, arg in ins:  # a backward branch closes a loop
+        t = re.match(r"([0-9a-f]+) <", arg)
+        if op.startswith("b") and t and int(t[1], 16) < addr:
+            body = [x for x in ins if int(t[1], 16) <= x[0] <= addr]
+            fmla = sum(x[1] == "fmla" for x in body)
+            spill = sum("[sp" in x[2] for x in body)
+            if fmla >= 24 and (best is None or len(body) < best[0]):
+                best = (len(body), fmla, spill)
+    assert best, f"{sym}: no k loop with the tile's 24 FMAs found"
+    print(f"NEON k loop {sym[-40:]}: {best[0]} instructions, {best[1]} fmla, {best[2]} stack accesses")
+    assert best[2] == 0, "the NEON tile spills accumulators in its k loop"
+PY
 echo "cross_aarch64.sh: OK (neon chosen by default; neon and generic pass under qemu-aarch64)"
