@@ -16,7 +16,7 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t m) { return ceil_div(a, m) * m; }
 int64_t align64(int64_t bytes) { return round_up(bytes, 64); }
 
-constexpr int kMaxTile = 32 * 64;  // largest MR x NR of any kernel
+constexpr int kMaxTile = kMaxMR * 64;  // largest MR x NR of any kernel
 
 // How `threads` threads split one macro-kernel: tm groups along M (each its own A blocks),
 // tn along the NR slivers of the shared B panel. Split M while every group still gets a few
@@ -33,10 +33,10 @@ Grid make_grid(int threads, int64_t m, int mr) {
 }
 
 template <typename T>
-void bounce_tile(const Microkernel<T>& uk, int64_t kc, T alpha, const T* ap, const T* bp, T beta,
-                 T* c, int64_t rsc, int64_t csc, int m, int n) {
+void bounce_tile(const Microkernel<T>& uk, int64_t kc, T alpha, const T* ap, const T* bp,
+                 int64_t ldb, T beta, T* c, int64_t rsc, int64_t csc, int m, int n) {
     alignas(64) T tile[kMaxTile];
-    uk.ukernel(kc, alpha, ap, bp, T(0), tile, uk.nr, m, n);
+    uk.rows[m](kc, alpha, ap, uk.mr, bp, ldb, T(0), tile, uk.nr, n);
     for (int i = 0; i < m; ++i)
         for (int j = 0; j < n; ++j) {
             T& cij = c[i * rsc + j * csc];
@@ -47,8 +47,8 @@ void bounce_tile(const Microkernel<T>& uk, int64_t kc, T alpha, const T* ap, con
 }  // namespace
 
 template <typename T>
-void run_blocked(const Microkernel<T>& uk, const Blocking& bs, int threads, T alpha,
-                 View<const T> a, View<const T> b, T beta, View<T> c) {
+void run_blocked(const Microkernel<T>& uk, const Blocking& bs, int threads, bool direct_b,
+                 T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
     const int MR = uk.mr, NR = uk.nr;
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     // A thread without an MR x NR tile of C would only wait at the barriers.
@@ -77,11 +77,14 @@ void run_blocked(const Microkernel<T>& uk, const Blocking& bs, int threads, T al
         for (int64_t jc = 0; jc < n; jc += nc_max) {
             const int64_t nc = std::min(nc_max, n - jc);
             const int64_t slivers = ceil_div(nc, NR);
+            const int64_t in_place = direct_b ? nc / NR : 0;  // slivers read from B itself
+            const int64_t packed = slivers - in_place;
             for (int64_t pc = 0; pc < k; pc += kc_max) {
                 const int64_t kc = std::min(kc_max, k - pc);
                 const T beta_pc = pc == 0 ? beta : T(1);
-                uk.pack_b(kc, nc, b.data + pc * b.rs + jc * b.cs, b.rs, b.cs, bp,
-                          slivers * tid / team, slivers * (tid + 1) / team);
+                const T* b_pc = b.data + pc * b.rs + jc * b.cs;
+                uk.pack_b(kc, nc, b_pc, b.rs, b.cs, bp, in_place + packed * tid / team,
+                          in_place + packed * (tid + 1) / team);
                 if (team > 1) {
 #pragma omp barrier
                 }
@@ -92,15 +95,18 @@ void run_blocked(const Microkernel<T>& uk, const Blocking& bs, int threads, T al
                     for (int64_t s = s_lo; s < s_hi; ++s) {
                         const int64_t jr = s * NR;
                         const int nr = int(std::min<int64_t>(NR, nc - jr));
-                        const T* bs_ = bp + jr * kc;
+                        const bool b_direct = s < in_place;
+                        const T* bs_ = b_direct ? b_pc + jr : bp + jr * kc;
+                        const int64_t ldb = b_direct ? b.rs : NR;
                         for (int64_t ir = 0; ir < mc; ir += MR) {
                             const int mr = int(std::min<int64_t>(MR, mc - ir));
                             T* cij = c.data + (ic + ir) * c.rs + (jc + jr) * c.cs;
                             if (unit_cs)
-                                uk.ukernel(kc, alpha, ap + ir * kc, bs_, beta_pc, cij, c.rs, mr, nr);
+                                uk.rows[mr](kc, alpha, ap + ir * kc, MR, bs_, ldb, beta_pc, cij,
+                                            c.rs, nr);
                             else
-                                bounce_tile(uk, kc, alpha, ap + ir * kc, bs_, beta_pc, cij, c.rs,
-                                            c.cs, mr, nr);
+                                bounce_tile(uk, kc, alpha, ap + ir * kc, bs_, ldb, beta_pc, cij,
+                                            c.rs, c.cs, mr, nr);
                         }
                     }
                 }
@@ -124,9 +130,9 @@ void run_blocked(const Microkernel<T>& uk, const Blocking& bs, int threads, T al
     work(0, 1);
 }
 
-template void run_blocked<float>(const Microkernel<float>&, const Blocking&, int, float,
+template void run_blocked<float>(const Microkernel<float>&, const Blocking&, int, bool, float,
                                  View<const float>, View<const float>, float, View<float>);
-template void run_blocked<double>(const Microkernel<double>&, const Blocking&, int, double,
+template void run_blocked<double>(const Microkernel<double>&, const Blocking&, int, bool, double,
                                   View<const double>, View<const double>, double, View<double>);
 
 }  // namespace fastgemm

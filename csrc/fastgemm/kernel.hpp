@@ -5,15 +5,25 @@
 
 namespace fastgemm {
 
+// Largest MR of any kernel.
+constexpr int kMaxMR = 16;
+
+// C[0:m, 0:n] = alpha * A @ B + beta * C for one register tile, m fixed by the instantiation.
+// Step p of the k loop reads A's m values at a + p*lda (contiguous: a packed sliver has
+// lda == MR) and B's NR values at b + p*ldb (a packed sliver has ldb == NR; a row-major B
+// can be read in place). C is row-major with row stride ldc; n <= NR columns are written,
+// the rest masked, never read or written. beta == 0: C is not read.
+template <typename T>
+using UkernelFn = void (*)(int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb,
+                           T beta, T* c, int64_t ldc, int n);
+
 template <typename T>
 struct Microkernel {
     int mr;
     int nr;
-    // C[0:m, 0:n] = alpha * Ap @ Bp + beta * C, with Ap an MR-row sliver and Bp an NR-column
-    // sliver of depth k, C row-major with row stride ldc. m <= MR, n <= NR: the rest of the
-    // tile is masked, never read or written. beta == 0: C is not read.
-    void (*ukernel)(int64_t k, T alpha, const T* ap, const T* bp, T beta, T* c, int64_t ldc,
-                    int m, int n);
+    // rows[m] computes an m-row tile, 1 <= m <= mr: an edge tile of a few rows (or a product
+    // with only a few rows, like a decode step) pays for the rows it has, not for MR.
+    UkernelFn<T> rows[kMaxMR + 1];
     // Copy an mc x kc block of A into ceil(mc/MR) slivers of MR x kc (column of the sliver
     // contiguous), zero-padding the last one.
     void (*pack_a)(int64_t mc, int64_t kc, const T* a, int64_t rsa, int64_t csa, T* ap);
@@ -31,6 +41,10 @@ struct KernelSet {
     const char* isa;   // human-readable instruction set
     Microkernel<float> f32;
     Microkernel<double> f64;
+    // For products with few rows, B read in place: a taller, narrower tile loads one vector
+    // of B per MR FMAs, so a B streamed from memory still feeds the FMA units.
+    Microkernel<float> f32_skinny;
+    Microkernel<double> f64_skinny;
 };
 
 // One per kernel file; which ones exist depends on the target architecture. Constant-initialised

@@ -1,6 +1,7 @@
 // AVX2 + FMA kernels (Haswell and later, Zen): compiled with -mavx2 -mfma only.
 // fp32 6 x 16 and fp64 6 x 8: 12 ymm accumulators, 2 for the B row, 1 broadcast, the shape
-// BLIS and OpenBLAS use on these cores (16 ymm registers in all).
+// BLIS and OpenBLAS use on these cores (16 ymm registers in all). Skinny tiles 12 x 8 / 12 x 4:
+// 12 accumulators, one B vector, one broadcast.
 #include <immintrin.h>
 
 #include "tile.hpp"
@@ -50,6 +51,8 @@ struct Avx2F64 {
 
 constexpr KernelSet avx2_kernels{"avx2", "AVX2+FMA",
                               tile::microkernel<Avx2F32, 6, 2>(),
-                              tile::microkernel<Avx2F64, 6, 2>()};
+                              tile::microkernel<Avx2F64, 6, 2>(),
+                              tile::microkernel<Avx2F32, 12, 1>(),
+                              tile::microkernel<Avx2F64, 12, 1>()};
 
 }  // namespace fastgemm

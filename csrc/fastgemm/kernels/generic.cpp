@@ -30,6 +30,8 @@ struct Scalar {
 
 constexpr KernelSet generic_kernels{"generic", "portable C++",
                               tile::microkernel<Scalar<float>, 4, 8>(),
+                              tile::microkernel<Scalar<double>, 4, 4>(),
+                              tile::microkernel<Scalar<float>, 4, 8>(),
                               tile::microkernel<Scalar<double>, 4, 4>()};
 
 }  // namespace fastgemm

@@ -67,6 +67,9 @@ struct NeonF64 {
 
 constexpr KernelSet neon_kernels{"neon", "NEON (Advanced SIMD)",
                               tile::microkernel<NeonF32, 8, 3>(),
+                              tile::microkernel<NeonF64, 8, 3>(),
+                              // No aarch64 machine to measure a skinny tile on: reuse the main one.
+                              tile::microkernel<NeonF32, 8, 3>(),
                               tile::microkernel<NeonF64, 8, 3>()};
 
 }  // namespace fastgemm

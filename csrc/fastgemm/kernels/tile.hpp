@@ -5,12 +5,13 @@
 // distinct type, so instantiations compiled with different ISA flags never share a symbol
 // (the linker could otherwise keep an AVX-512 copy and hand it to baseline code).
 //
-// V provides: T, reg, mask, W (lanes), zero(), set1(x), load(p) (aligned), loadu(p),
+// V provides: T, reg, mask, W (lanes), zero(), set1(x), loadu(p),
 // storeu(p, r), lanes(n) (mask of the first n lanes), maskz_loadu(m, p), mask_storeu(p, m, r),
 // fmadd(a, b, c) = a*b + c, mul(a, b).
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "../kernel.hpp"
 
@@ -18,8 +19,9 @@ namespace fastgemm {
 namespace tile {
 
 template <typename V, int MR, int NV>
-void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, const typename V::T* b,
-             typename V::T beta, typename V::T* c, int64_t ldc, int m, int n) {
+void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda,
+             const typename V::T* b, int64_t ldb, typename V::T beta, typename V::T* c, int64_t ldc,
+             int n) {
     using T = typename V::T;
     using R = typename V::reg;
     constexpr int W = V::W;
@@ -34,15 +36,15 @@ void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, const typen
         for (int64_t p = 0; p < count; ++p) {
             R bv[NV];
 #pragma GCC unroll 8
-            for (int j = 0; j < NV; ++j) bv[j] = V::load(b + j * W);
+            for (int j = 0; j < NV; ++j) bv[j] = V::loadu(b + j * W);
 #pragma GCC unroll 64
             for (int i = 0; i < MR; ++i) {
                 const R av = V::set1(a[i]);
 #pragma GCC unroll 8
                 for (int j = 0; j < NV; ++j) acc[i][j] = V::fmadd(av, bv[j], acc[i][j]);
             }
-            a += MR;
-            b += NV * W;
+            a += lda;
+            b += ldb;
         }
     };
     // C is touched once per call, usually from L3 or memory. Fetch its lines (for writing:
@@ -54,7 +56,6 @@ void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, const typen
     constexpr int kRowBytes = NV * W * int(sizeof(T));
 #pragma GCC unroll 64
     for (int i = 0; i < MR; ++i) {
-        if (i >= m) break;
         const char* ci = reinterpret_cast<const char*>(c + i * ldc);
 #pragma GCC unroll 8
         for (int off = 0; off < kRowBytes; off += 64) __builtin_prefetch(ci + off, 1, 3);
@@ -68,7 +69,6 @@ void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, const typen
         // Full-width rows: plain stores (masked stores cost more on some cores).
 #pragma GCC unroll 64
         for (int i = 0; i < MR; ++i) {
-            if (i >= m) break;
             T* ci = c + i * ldc;
 #pragma GCC unroll 8
             for (int j = 0; j < NV; ++j) {
@@ -84,7 +84,6 @@ void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, const typen
     for (int j = 0; j < NV; ++j) mk[j] = V::lanes(n - j * W);
 #pragma GCC unroll 64
     for (int i = 0; i < MR; ++i) {
-        if (i >= m) break;
         T* ci = c + i * ldc;
 #pragma GCC unroll 8
         for (int j = 0; j < NV; ++j) {
@@ -176,10 +175,16 @@ double fma_loop(int64_t reps) {
     return double(reps) * CHAINS * V::W * 2;
 }
 
+template <typename V, int MR, int NV, int... M>
+constexpr Microkernel<typename V::T> microkernel(std::integer_sequence<int, M...>) {
+    return {MR, NV * V::W, {nullptr, &ukernel<V, M + 1, NV>...}, &pack_a<V, MR>,
+            &pack_b<V, NV * V::W>, &fma_loop<V>};
+}
+
 template <typename V, int MR, int NV>
 constexpr Microkernel<typename V::T> microkernel() {
-    return {MR, NV * V::W, &ukernel<V, MR, NV>, &pack_a<V, MR>, &pack_b<V, NV * V::W>,
-            &fma_loop<V>};
+    static_assert(MR <= kMaxMR, "raise kMaxMR");
+    return microkernel<V, MR, NV>(std::make_integer_sequence<int, MR>{});
 }
 
 }  // namespace tile
