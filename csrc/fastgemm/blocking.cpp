@@ -49,9 +49,12 @@ Blocking blocking_for(int mr, int nr, int s) {
     const int64_t cbc = std::max<int64_t>(1, l3.ways - 1 - a_ways3);
     int64_t nc = std::min<int64_t>(cbc * way3 / (kc * s), 8192);
 
-    if (int64_t v = env_size("FASTGEMM_KC")) kc = v;
-    if (int64_t v = env_size("FASTGEMM_MC")) mc = v;
-    if (int64_t v = env_size("FASTGEMM_NC")) nc = v;
+    // Read once: getenv scans the whole environment, a cost a small product would notice.
+    static const int64_t env_kc = env_size("FASTGEMM_KC"), env_mc = env_size("FASTGEMM_MC"),
+                         env_nc = env_size("FASTGEMM_NC");
+    if (env_kc) kc = env_kc;
+    if (env_mc) mc = env_mc;
+    if (env_nc) nc = env_nc;
     return {round_down(mc, mr), std::max<int64_t>(kc, 1), round_down(nc, nr)};
 }
 

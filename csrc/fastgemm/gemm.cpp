@@ -66,6 +66,38 @@ constexpr int64_t kDirectMaxM = 256;
 // Up to this many rows the skinny tile is used (see kernels/avx512.cpp for its numbers).
 constexpr int64_t kSkinnyMaxM = 128;
 
+// One row or one column of C is a matrix-vector product: memory-bound on the matrix, which
+// the blocked path would pack (a full extra pass) and then feed through 1/MR of a tile.
+// Streams the matrix once instead, when the vector and output strides allow vector loads.
+template <typename T>
+bool try_gemv(const Microkernel<T>& uk, T alpha, View<const T> a, View<const T> b, T beta,
+              View<T> c) {
+    const int64_t m = c.rows, n = c.cols, k = a.cols;
+    const int threads = threads_for(m, n, k);
+    // Outputs split over threads in whole cache lines; each output's sum is the same on any
+    // split, so the result does not depend on the thread count.
+    const int64_t grain = 64 / int64_t(sizeof(T));
+    auto rows_form = [&](int64_t len, const T* x, int64_t incx, const T* mat, int64_t ldm, T* y) {
+        parallel_ranges(threads, len, grain, [&](int64_t lo, int64_t hi) {
+            uk.gemv_rows(hi - lo, k, alpha, x, incx, mat + lo, ldm, beta, y + lo);
+        });
+    };
+    auto dots_form = [&](int64_t len, const T* x, const T* mat, int64_t ldm, T* y, int64_t incy) {
+        parallel_ranges(threads, len, grain, [&](int64_t lo, int64_t hi) {
+            uk.gemv_dots(hi - lo, k, alpha, x, mat + lo * ldm, ldm, beta, y + lo * incy, incy);
+        });
+    };
+    if (m == 1) {  // c[0, j] = sum_p a[0, p] b[p, j]
+        if (b.cs == 1 && (c.cs == 1 || n == 1)) return rows_form(n, a.data, a.cs, b.data, b.rs, c.data), true;
+        if (b.rs == 1 && (a.cs == 1 || k == 1)) return dots_form(n, a.data, b.data, b.cs, c.data, c.cs), true;
+    }
+    if (n == 1) {  // c[i, 0] = sum_p a[i, p] b[p, 0]
+        if (a.rs == 1 && (c.rs == 1 || m == 1)) return rows_form(m, b.data, b.rs, a.data, a.cs, c.data), true;
+        if (a.cs == 1 && (b.rs == 1 || k == 1)) return dots_form(m, b.data, a.data, a.rs, c.data, c.rs), true;
+    }
+    return false;
+}
+
 template <typename T>
 void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
     const int64_t m = c.rows, n = c.cols, k = a.cols;
@@ -82,8 +114,14 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     const Microkernel<T>& uk = m <= kSkinnyMaxM ? skinny_kernel<T>(ks) : main;
     const Blocking bs = blocking_for(uk.mr, uk.nr, int(sizeof(T)));
     // Columns before B's first 64-byte boundary go through the packed path, the rest in place.
+    // That head is one more (narrow) column of tiles: worth it only when there are many.
     const auto misalign = int64_t(reinterpret_cast<uintptr_t>(b.data) % 64);
     const int64_t head = std::min<int64_t>(n, misalign ? (64 - misalign) / int64_t(sizeof(T)) : 0);
+    if (head > 0 && n < 8 * int64_t(uk.nr)) {
+        run_blocked(main, blocking_for(main.mr, main.nr, int(sizeof(T))), threads, false, alpha,
+                    a, b, beta, c);
+        return;
+    }
     if (head > 0)
         run_blocked(uk, bs, threads, false, alpha, a, View<const T>{b.data, k, head, b.rs, b.cs},
                     beta, View<T>{c.data, m, head, c.rs, c.cs});
@@ -109,6 +147,8 @@ void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
         scale(beta, c);
         return;
     }
+    if ((m == 1 || n == 1) && try_gemv(main_kernel<T>(active_kernels()), alpha, a, b, beta, c))
+        return;
     // A stride along a dimension of size 1 is meaningless; make it unit so the row-major
     // fast path catches vectors and single rows.
     if (n == 1) c.cs = 1;

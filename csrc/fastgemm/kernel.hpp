@@ -31,6 +31,15 @@ struct Microkernel {
     // zero-padding the last one. Slivers [s0, s1) only, so threads can share the work.
     void (*pack_b)(int64_t kc, int64_t nc, const T* b, int64_t rsb, int64_t csb, T* bp,
                    int64_t s0, int64_t s1);
+    // Matrix-vector products, the shape of a product with one row or one column.
+    // y[j] = alpha * sum_p x[p*incx] * M[p*ldm + j] + beta * y[j], j < n, y contiguous:
+    // M's rows are contiguous and streamed one after another.
+    void (*gemv_rows)(int64_t n, int64_t k, T alpha, const T* x, int64_t incx, const T* mat,
+                      int64_t ldm, T beta, T* y);
+    // y[j*incy] = alpha * sum_p x[p] * M[j*ldm + p] + beta * y[j*incy], j < n, x contiguous:
+    // one dot product per contiguous row of M.
+    void (*gemv_dots)(int64_t n, int64_t k, T alpha, const T* x, const T* mat, int64_t ldm,
+                      T beta, T* y, int64_t incy);
     // `reps` rounds of independent vector FMAs; returns the flops done. Timed by the caller
     // to measure one core's FMA ceiling for this ISA and type.
     double (*fma_loop)(int64_t reps);

@@ -70,6 +70,25 @@ int threads_for(int64_t m, int64_t n, int64_t k) {
 #endif
 }
 
+void parallel_ranges(int threads, int64_t len, int64_t grain,
+                     const std::function<void(int64_t, int64_t)>& body) {
+    const int64_t grains = (len + grain - 1) / grain;
+    auto share = [&](int t, int team) {
+        const int64_t lo = std::min(len, grains * t / team * grain);
+        const int64_t hi = std::min(len, grains * (t + 1) / team * grain);
+        if (lo < hi) body(lo, hi);
+    };
+#ifdef _OPENMP
+    if (threads > 1) {
+#pragma omp parallel num_threads(threads)
+        share(omp_get_thread_num(), omp_get_num_threads());
+        return;
+    }
+#endif
+    (void)threads;
+    share(0, 1);
+}
+
 const char* openmp_runtime() {
 #if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__)
     return "libgomp";

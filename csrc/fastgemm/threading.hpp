@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace fastgemm {
 
@@ -14,6 +15,10 @@ void set_max_threads(int n);
 // never more than the work can use, never more than max_threads(). A result > 1 means
 // the caller is about to start an OpenMP team, which fork safety must know about.
 int threads_for(int64_t m, int64_t n, int64_t k);
+// body(lo, hi) over [0, len) cut into `threads` contiguous ranges whose inner bounds are
+// multiples of `grain`, one per thread of an OpenMP team (no team when threads == 1).
+void parallel_ranges(int threads, int64_t len, int64_t grain,
+                     const std::function<void(int64_t, int64_t)>& body);
 // "libgomp", "libomp", ... or "none" when built without OpenMP.
 const char* openmp_runtime();
 

@@ -1,0 +1,68 @@
+"""Products with one row or one column of C (matrix-vector) and with few rows (B read in
+place, skinny tiles): the paths gemm takes instead of packing, in every orientation their
+conditions distinguish, checked against the reference and for writes outside C."""
+import numpy as np
+import pytest
+
+import fastgemm
+from gemm_check import DTYPES, GEMM, Placed, assert_matches, random_matrix, reference
+
+# (m, n, k): one-row, one-column, vectors longer than one partial-sum chunk, primes.
+VECTOR_SHAPES = [(1, 1, 1), (1, 37, 5), (1, 1000, 333), (37, 1, 5), (1000, 1, 333),
+                 (1, 8193, 3), (5000, 1, 7), (1, 5003, 17), (4099, 1, 17)]
+# Few rows with B wide enough to be read in place, around the skinny/main and in-place limits.
+FEW_ROW_SHAPES = [(2, 700, 33), (15, 515, 64), (16, 520, 9), (17, 600, 31), (129, 530, 20),
+                  (256, 513, 7), (257, 520, 5)]
+
+
+def _check(kernel, dtype, shape, trans_a, trans_b, beta, b_offset=0):
+    m, n, k = shape
+    rng = np.random.default_rng(hash((shape, trans_a, trans_b)) % 2**32)
+    a = random_matrix(rng, (k, m) if trans_a else (m, k), dtype)
+    b_vals = random_matrix(rng, (n, k) if trans_b else (k, n), dtype)
+    # b inside a larger buffer at an element offset: B's first 64-byte boundary moves.
+    big = np.zeros((b_vals.shape[0], b_vals.shape[1] + 16), dtype)
+    b = big[:, b_offset:b_offset + b_vals.shape[1]]
+    b[...] = b_vals
+    c0 = random_matrix(rng, (m, n), dtype)
+    placed = Placed(c0)
+    if beta == 0:
+        placed.arr[...] = np.nan  # must not survive
+    GEMM[np.dtype(dtype)](a, b, placed.arr, alpha=1.5, beta=beta, trans_a=trans_a, trans_b=trans_b)
+    ref, bound = reference(a, b, c0, 1.5, beta, trans_a, trans_b)
+    assert_matches(placed.arr, ref, bound, f"{kernel} {shape} ta={trans_a} tb={trans_b} beta={beta}")
+    assert placed.untouched_outside()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", VECTOR_SHAPES)
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("trans_b", [False, True])
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_matrix_vector(kernel, dtype, shape, trans_a, trans_b, beta):
+    _check(kernel, dtype, shape, trans_a, trans_b, beta)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", FEW_ROW_SHAPES)
+@pytest.mark.parametrize("b_offset", [0, 1, 3])
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_few_rows_b_in_place(kernel, dtype, shape, b_offset, beta):
+    _check(kernel, dtype, shape, False, False, beta, b_offset)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 20000, 300), (20000, 1, 300), (7, 4096, 64)])
+def test_same_bits_for_any_thread_count(dtype, shape):
+    m, n, k = shape
+    rng = np.random.default_rng(7)
+    a, b = random_matrix(rng, (m, k), dtype), random_matrix(rng, (k, n), dtype)
+    before = fastgemm.get_num_threads()
+    try:
+        results = []
+        for t in (1, 2, 3):
+            fastgemm.set_num_threads(t)
+            results.append(GEMM[np.dtype(dtype)](a, b))
+    finally:
+        fastgemm.set_num_threads(before)
+    assert all(np.array_equal(results[0], r) for r in results[1:])
