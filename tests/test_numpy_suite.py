@@ -21,8 +21,12 @@ def _counts(output):
 
 @pytest.mark.parametrize("module,expr", suite.SELECTION, ids=[m.rsplit(".", 1)[-1] for m, _ in suite.SELECTION])
 def test_numpys_matmul_tests_pass_with_the_switch_on(module, expr):
-    if importlib.util.find_spec(module) is None:
-        pytest.skip(f"this NumPy was installed without its tests ({module})")
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # NumPy 1.x has no numpy._core
+        found = False
+    if not found:
+        pytest.skip(f"this NumPy has no {module}")
     proc = subprocess.run(suite.command(module, expr), env=suite.env(), cwd=os.path.join(HERE, "numpy_suite"),
                           capture_output=True, text=True, timeout=300)
     out = proc.stdout + proc.stderr

@@ -115,9 +115,10 @@ def _validate(args, cases):
     old = None
     try:
         if args.plot:
-            report.require_matplotlib()
+            # The run's own contents first: that error does not depend on what is installed.
             if not report.has_squares(cases):
                 raise ValueError("--plot draws the square shapes (m = n = k) and this run has none")
+            report.require_matplotlib()
         if args.compare:
             old = report.load_record(args.compare)
     except ValueError as e:
