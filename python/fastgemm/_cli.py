@@ -190,7 +190,8 @@ def bench(args, argv):
                 ops = suite.operands(case, rng)
             except MemoryError:
                 raise RuntimeError(f"not enough memory for the operands of {case.label()} {case.dtype}") from None
-            results.append(bm.run_case(case, libs, ops, args.repeats, args.budget, rng, tick=progress.draw))
+            results.append(bm.run_case(case, libs, ops, args.repeats, args.budget, rng,
+                                          tick=progress.draw, threads=threads))
             del ops
         progress.finish()
         seconds = time.monotonic() - t0
