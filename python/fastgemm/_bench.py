@@ -6,11 +6,14 @@ library runs on the same thread count. A sample times enough back-to-back calls 
 couple of milliseconds, so the clock's resolution and call overhead don't dominate small
 shapes; the number of samples adapts so a shape costs about `budget` seconds.
 
-With more than one thread, each sample starts after a pause of SETTLE_S: a BLAS's worker
-threads keep spinning on the cores for a while after its call returns (OpenBLAS's for about
-2^28 cycles), and a library timed in that window runs its own threads on cores that are not
-free. Measured at 2048^3 float32, 2 threads: fastgemm 130 GFLOP/s when timed right after
-NumPy, 203 after a pause, while NumPy's own figure (192) did not change.
+With more than one thread, each sample is preceded by SETTLE_S seconds of untimed calls of
+the same library: a BLAS's worker threads keep spinning on the cores for a while after its
+call returns (OpenBLAS's for about 2^28 cycles), and a library timed in that window runs its
+own threads on cores that are not free. Measured at 2048^3 float32, 2 threads: fastgemm 130
+GFLOP/s when timed right after NumPy, 203 after the other library's threads had gone idle,
+while NumPy's own figure (192) did not change. Running rather than sleeping through that
+time keeps this library's threads and cores awake: after an idle pause, waking a worker
+(on this VM, an idle virtual CPU) made small products erratic for every library.
 """
 from __future__ import annotations
 
@@ -174,14 +177,21 @@ def _calibrate(fn):
         n *= 10
 
 
+def _settle(fn, seconds):
+    """Call fn, untimed, for `seconds`: other libraries' threads go idle meanwhile."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        fn()
+
+
 def measure(fns, repeats=None, budget=1.5, tick=None, settle=0.0):
     """Time each callable in `fns` (name -> fn) as the module docstring says; `settle`
-    seconds of pause before every sample (and calibration) lets other pools go idle."""
+    seconds of untimed calls before every sample (and calibration)."""
     results = {name: LibResult() for name in fns}
     per_call = {}
     for name, fn in fns.items():
         _timed(fn, 1)  # warm-up: page faults, packing buffers, thread start-up
-        time.sleep(settle)
+        _settle(fn, settle)
         per_call[name] = _calibrate(fn)
         results[name].number = max(1, math.ceil(MIN_SAMPLE_S / per_call[name]))
     if repeats is None:
@@ -192,7 +202,7 @@ def measure(fns, repeats=None, budget=1.5, tick=None, settle=0.0):
     try:
         for r in range(repeats):
             for name, fn in fns.items():
-                time.sleep(settle)
+                _settle(fn, settle)
                 results[name].times.append(_timed(fn, results[name].number))
             if tick:
                 tick((r + 1) / repeats)
