@@ -11,6 +11,10 @@ from gemm_check import DTYPES, GEMM, Placed, assert_matches, random_matrix, refe
 VECTOR_SHAPES = [(1, 1, 1), (1, 37, 5), (1, 1000, 333), (37, 1, 5), (1000, 1, 333),
                  (1, 8193, 3), (5000, 1, 7), (1, 5003, 17), (4099, 1, 17)]
 # Few rows with B wide enough to be read in place, around the skinny/main and in-place limits.
+# Products small enough to skip packing: row counts around the 4-row groups, widths around
+# 1..4 vectors (4, 8 and 16 lanes), and sizes at the work limit.
+SMALL_SHAPES = [(1, 2, 1), (2, 3, 5), (3, 8, 8), (4, 9, 16), (5, 16, 3), (7, 17, 31), (8, 33, 8),
+                (13, 47, 29), (31, 64, 16), (64, 64, 64), (63, 65, 64), (40, 31, 200)]
 FEW_ROW_SHAPES = [(2, 700, 33), (15, 515, 64), (16, 520, 9), (17, 600, 31), (129, 530, 20),
                   (256, 513, 7), (257, 520, 5)]
 
@@ -41,6 +45,14 @@ def _check(kernel, dtype, shape, trans_a, trans_b, beta, b_offset=0):
 @pytest.mark.parametrize("beta", [0.0, 0.5])
 def test_matrix_vector(kernel, dtype, shape, trans_a, trans_b, beta):
     _check(kernel, dtype, shape, trans_a, trans_b, beta)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SMALL_SHAPES)
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_small_products(kernel, dtype, shape, trans_a, beta):
+    _check(kernel, dtype, shape, trans_a, False, beta)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -98,6 +98,10 @@ bool try_gemv(const Microkernel<T>& uk, T alpha, View<const T> a, View<const T> 
     return false;
 }
 
+// Up to this many multiply-adds (and rows of at most kSmallMaxVectors vectors), a product
+// runs on Microkernel::small without packing: see the measurements in the commit that set it.
+constexpr int64_t kSmallMaxWork = 64 * 64 * 64;
+
 template <typename T>
 void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
     const int64_t m = c.rows, n = c.cols, k = a.cols;
@@ -162,7 +166,14 @@ void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
         a = bt;
         b = at;
     }
-    run(active_kernels(), alpha, a, b, beta, c);
+    const KernelSet& ks = active_kernels();
+    const Microkernel<T>& main = main_kernel<T>(ks);
+    if (c.cs == 1 && b.cs == 1 && c.rows * c.cols * k <= kSmallMaxWork &&
+        c.cols <= kSmallMaxVectors * main.lanes) {
+        main.small(c.rows, c.cols, k, alpha, a.data, a.rs, a.cs, b.data, b.rs, beta, c.data, c.rs);
+        return;
+    }
+    run(ks, alpha, a, b, beta, c);
 }
 
 template void gemm<float>(float, View<const float>, View<const float>, float, View<float>);

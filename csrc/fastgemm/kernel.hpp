@@ -7,6 +7,8 @@ namespace fastgemm {
 
 // Largest MR of any kernel.
 constexpr int kMaxMR = 16;
+// Widest C row, in vectors, that Microkernel::small handles.
+constexpr int kSmallMaxVectors = 4;
 
 // C[0:m, 0:n] = alpha * A @ B + beta * C for one register tile, m fixed by the instantiation.
 // Step p of the k loop reads A's m values at a + p*lda (contiguous: a packed sliver has
@@ -21,6 +23,7 @@ template <typename T>
 struct Microkernel {
     int mr;
     int nr;
+    int lanes;  // elements per vector register
     // rows[m] computes an m-row tile, 1 <= m <= mr: an edge tile of a few rows (or a product
     // with only a few rows, like a decode step) pays for the rows it has, not for MR.
     UkernelFn<T> rows[kMaxMR + 1];
@@ -40,6 +43,11 @@ struct Microkernel {
     // one dot product per contiguous row of M.
     void (*gemv_dots)(int64_t n, int64_t k, T alpha, const T* x, const T* mat, int64_t ldm,
                       T beta, T* y, int64_t incy);
+    // A whole product small enough that packing would cost more than it saves:
+    // C[i, 0:n] = alpha * sum_p A[i, p] B[p, 0:n] + beta * C[i, 0:n], rows of B and C
+    // contiguous, n <= kSmallMaxVectors vectors. Each C row stays in registers over all of k.
+    void (*small)(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa,
+                  const T* b, int64_t rsb, T beta, T* c, int64_t rsc);
     // `reps` rounds of independent vector FMAs; returns the flops done. Timed by the caller
     // to measure one core's FMA ceiling for this ISA and type.
     double (*fma_loop)(int64_t reps);
