@@ -6,6 +6,7 @@
 #include <exception>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "threading.hpp"
 
@@ -74,17 +75,33 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     if (m == 0 || n == 0) return;
 
-    auto item = [&](int64_t i) {
+    // Items [lo, hi) in order. The batch index is decomposed once per range and then stepped
+    // like an odometer, not divided out per item (a 64-bit division per axis per item: a stack
+    // of 1000 4x4 products went 54 -> 51 us without them).
+    auto run_range = [&](int64_t lo, int64_t hi) {
+        std::vector<int64_t> idx(axes.size());
         int64_t oa = 0, ob = 0, oc = 0;
-        for (size_t d = axes.size(); d-- > 0;) {
-            const int64_t idx = i % axes[d].size;
-            i /= axes[d].size;
-            oa += idx * axes[d].a;
-            ob += idx * axes[d].b;
-            oc += idx * axes[d].c;
+        for (size_t d = axes.size(), i = size_t(lo); d-- > 0;) {
+            idx[d] = int64_t(i % size_t(axes[d].size));
+            i /= size_t(axes[d].size);
+            oa += idx[d] * axes[d].a;
+            ob += idx[d] * axes[d].b;
+            oc += idx[d] * axes[d].c;
         }
-        gemm<T>(alpha, {a.data + oa, a.rows, a.cols, a.rs, a.cs}, {b.data + ob, b.rows, b.cols, b.rs, b.cs}, beta,
-                {c.data + oc, c.rows, c.cols, c.rs, c.cs});
+        for (int64_t i = lo; i < hi; ++i) {
+            gemm<T>(alpha, {a.data + oa, a.rows, a.cols, a.rs, a.cs}, {b.data + ob, b.rows, b.cols, b.rs, b.cs},
+                    beta, {c.data + oc, c.rows, c.cols, c.rs, c.cs});
+            for (size_t d = axes.size(); d-- > 0;) {
+                oa += axes[d].a;
+                ob += axes[d].b;
+                oc += axes[d].c;
+                if (++idx[d] < axes[d].size) break;
+                oa -= axes[d].size * axes[d].a;
+                ob -= axes[d].size * axes[d].b;
+                oc -= axes[d].size * axes[d].c;
+                idx[d] = 0;
+            }
+        }
     };
 
     // One product per thread at a time beats one threaded product at a time once the batch
@@ -92,7 +109,7 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
     const int per_item = threads_for(m, n, k);
     const int by_batch = int(std::min<int64_t>(threads_for(checked_mul(m, count), n, k), count));
     if (count == 1 || by_batch <= per_item || !c_items_disjoint(c, axes)) {
-        for (int64_t i = 0; i < count; ++i) item(i);
+        run_range(0, count);
         return;
     }
 
@@ -101,11 +118,12 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
     std::exception_ptr error;
     std::atomic<bool> failed{false};
     const int64_t chunk = std::max<int64_t>(1, count / (int64_t(by_batch) * 8));
-#pragma omp parallel for num_threads(by_batch) schedule(dynamic, chunk)
-    for (int64_t i = 0; i < count; ++i) {
+    const int64_t chunks = (count + chunk - 1) / chunk;
+#pragma omp parallel for num_threads(by_batch) schedule(dynamic, 1)
+    for (int64_t ch = 0; ch < chunks; ++ch) {
         if (failed.load(std::memory_order_relaxed)) continue;
         try {
-            item(i);
+            run_range(ch * chunk, std::min(count, (ch + 1) * chunk));
         } catch (...) {
 #pragma omp critical(fastgemm_batched_error)
             if (!error) error = std::current_exception();
