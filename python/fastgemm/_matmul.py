@@ -22,7 +22,13 @@ _PLAIN_TYPES = (np.ndarray, list, tuple, int, float, bool, complex)
 
 def _native_ok(x):
     """The core indexes whole, aligned elements."""
-    return x.flags.aligned and all(s % x.itemsize == 0 for s in x.strides)
+    if not x.flags.aligned:
+        return False
+    size = x.itemsize
+    for s in x.strides:
+        if s % size:
+            return False
+    return True
 
 
 def _operand(x, dtype):
@@ -45,17 +51,22 @@ def _plan(a, b, out):
         return None
     if a.dtype.kind not in _CASTABLE_KINDS or b.dtype.kind not in _CASTABLE_KINDS:
         return None
-    dtype = np.dtype(np.result_type(a.dtype, b.dtype).type)  # native byte order
+    # The common case (same native float dtype) without np.result_type's cost.
+    dtype = a.dtype if a.dtype == b.dtype and a.dtype in _BATCHED else \
+        np.dtype(np.result_type(a.dtype, b.dtype).type)  # native byte order
     if dtype not in _BATCHED:
         return None
     n, k = a.shape[-2:] if a.ndim > 1 else (1, a.shape[0])
     kb, m = b.shape[-2:] if b.ndim > 1 else (b.shape[0], 1)
     if k != kb:
         return None
-    try:
-        batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    except ValueError:
-        return None
+    if a.ndim <= 2 and b.ndim <= 2:
+        batch = ()  # np.broadcast_shapes costs microseconds; a single product needs none
+    else:
+        try:
+            batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+        except ValueError:
+            return None
     shape = batch + ((n,) if a.ndim > 1 else ()) + ((m,) if b.ndim > 1 else ())
     if out is not None:
         if out.shape != shape or out.dtype != dtype or not out.flags.writeable:
@@ -83,8 +94,10 @@ def matmul(a, b, out=None):
     a, b, dtype, batch, (n, k, m), shape = plan
     a3 = _operand(a if a.ndim > 1 else a[None, :], dtype)
     b3 = _operand(b if b.ndim > 1 else b[:, None], dtype)
-    a3 = np.broadcast_to(a3, batch + (n, k))
-    b3 = np.broadcast_to(b3, batch + (k, m))
+    if a3.shape[:-2] != batch:
+        a3 = np.broadcast_to(a3, batch + (n, k))
+    if b3.shape[:-2] != batch:
+        b3 = np.broadcast_to(b3, batch + (k, m))
 
     direct = (
         out is not None
