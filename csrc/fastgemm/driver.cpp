@@ -36,7 +36,8 @@ template <typename T>
 void bounce_tile(const Microkernel<T>& uk, int64_t kc, T alpha, const T* ap, const T* bp,
                  int64_t ldb, T beta, T* c, int64_t rsc, int64_t csc, int m, int n) {
     alignas(64) T tile[kMaxTile];
-    uk.rows[m](kc, alpha, ap, uk.mr, bp, ldb, T(0), tile, uk.nr, n);
+    uk.tiles[m].by_nv[(n + uk.lanes - 1) / uk.lanes](kc, alpha, ap, uk.mr, bp, ldb, T(0), tile,
+                                                     uk.nr, n);
     for (int i = 0; i < m; ++i)
         for (int j = 0; j < n; ++j) {
             T& cij = c[i * rsc + j * csc];
@@ -105,12 +106,13 @@ void run_blocked(const Microkernel<T>& uk, const Blocking& bs, int threads, bool
                         const bool b_direct = s < in_place;
                         const T* bs_ = b_direct ? b_pc + jr : bp + jr * kc;
                         const int64_t ldb = b_direct ? b.rs : NR;
+                        const int nv = (nr + uk.lanes - 1) / uk.lanes;  // vectors this sliver needs
                         for (int64_t ir = 0; ir < mc; ir += MR) {
                             const int mr = int(std::min<int64_t>(MR, mc - ir));
                             T* cij = c.data + (ic + ir) * c.rs + (jc + jr) * c.cs;
                             if (unit_cs)
-                                uk.rows[mr](kc, alpha, ap + ir * kc, MR, bs_, ldb, beta_pc, cij,
-                                            c.rs, nr);
+                                uk.tiles[mr].by_nv[nv](kc, alpha, ap + ir * kc, MR, bs_, ldb, beta_pc,
+                                                       cij, c.rs, nr);
                             else
                                 bounce_tile(uk, kc, alpha, ap + ir * kc, bs_, ldb, beta_pc, cij,
                                             c.rs, c.cs, mr, nr);

@@ -19,14 +19,24 @@ template <typename T>
 using UkernelFn = void (*)(int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb,
                            T beta, T* c, int64_t ldc, int n);
 
+// Most vectors in an NR-wide row of any kernel.
+constexpr int kMaxNV = 8;
+
+// by_nv[v] computes a tile v vectors wide (n <= v * lanes), 1 <= v <= NR / lanes.
+template <typename T>
+struct TileRow {
+    UkernelFn<T> by_nv[kMaxNV + 1];
+};
+
 template <typename T>
 struct Microkernel {
     int mr;
     int nr;
     int lanes;  // elements per vector register
-    // rows[m] computes an m-row tile, 1 <= m <= mr: an edge tile of a few rows (or a product
-    // with only a few rows, like a decode step) pays for the rows it has, not for MR.
-    UkernelFn<T> rows[kMaxMR + 1];
+    // tiles[m].by_nv[v]: an m-row tile, 1 <= m <= mr, v vectors wide. An edge tile pays for
+    // the rows and vectors it has, not for MR x NR: a product with few rows (a decode step),
+    // or with n just past a multiple of NR (129 = 4 x 32 + 1), is not charged for a full tile.
+    TileRow<T> tiles[kMaxMR + 1];
     // Copy an mc x kc block of A into ceil(mc/MR) slivers of MR x kc (column of the sliver
     // contiguous), zero-padding the last one.
     void (*pack_a)(int64_t mc, int64_t kc, const T* a, int64_t rsa, int64_t csa, T* ap);

@@ -349,15 +349,22 @@ double fma_loop(int64_t reps) {
     return double(reps) * CHAINS * V::W * 2;
 }
 
+template <typename V, int M, int... N>
+constexpr TileRow<typename V::T> tile_row(std::integer_sequence<int, N...>) {
+    return {{nullptr, &ukernel<V, M, N + 1>...}};
+}
+
 template <typename V, int MR, int NV, int... M>
 constexpr Microkernel<typename V::T> microkernel(std::integer_sequence<int, M...>) {
-    return {MR, NV * V::W, V::W, {nullptr, &ukernel<V, M + 1, NV>...}, &pack_a<V, MR>,
+    return {MR, NV * V::W, V::W,
+            {TileRow<typename V::T>{}, tile_row<V, M + 1>(std::make_integer_sequence<int, NV>{})...},
+            &pack_a<V, MR>,
             &pack_b<V, NV * V::W>, &gemv_rows<V>, &gemv_dots<V>, &small<V>, &fma_loop<V>};
 }
 
 template <typename V, int MR, int NV>
 constexpr Microkernel<typename V::T> microkernel() {
-    static_assert(MR <= kMaxMR, "raise kMaxMR");
+    static_assert(MR <= kMaxMR && NV <= kMaxNV, "raise kMaxMR / kMaxNV");
     return microkernel<V, MR, NV>(std::make_integer_sequence<int, MR>{});
 }
 
