@@ -168,8 +168,9 @@ void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
     }
     const KernelSet& ks = active_kernels();
     const Microkernel<T>& main = main_kernel<T>(ks);
-    if (c.cs == 1 && b.cs == 1 && c.rows * c.cols * k <= kSmallMaxWork &&
-        c.cols <= kSmallMaxVectors * main.lanes) {
+    // In double: m * n * k of a huge product would overflow int64.
+    if (c.cs == 1 && b.cs == 1 && c.cols <= kSmallMaxVectors * main.lanes &&
+        double(c.rows) * double(c.cols) * double(k) <= double(kSmallMaxWork)) {
         main.small(c.rows, c.cols, k, alpha, a.data, a.rs, a.cs, b.data, b.rs, beta, c.data, c.rs);
         return;
     }
