@@ -168,10 +168,14 @@ void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
     }
     const KernelSet& ks = active_kernels();
     const Microkernel<T>& main = main_kernel<T>(ks);
-    // In double: m * n * k of a huge product would overflow int64.
-    if (c.cs == 1 && b.cs == 1 && c.cols <= kSmallMaxVectors * main.lanes &&
+    // In double: m * n * k of a huge product would overflow int64. Wider C goes through in
+    // column panels as wide as `small` takes.
+    if (c.cs == 1 && b.cs == 1 &&
         double(c.rows) * double(c.cols) * double(k) <= double(kSmallMaxWork)) {
-        main.small(c.rows, c.cols, k, alpha, a.data, a.rs, a.cs, b.data, b.rs, beta, c.data, c.rs);
+        const int64_t width = kSmallMaxVectors * main.lanes;
+        for (int64_t j = 0; j < c.cols; j += width)
+            main.small(c.rows, std::min(width, c.cols - j), k, alpha, a.data, a.rs, a.cs, b.data + j,
+                       b.rs, beta, c.data + j, c.rs);
         return;
     }
     run(ks, alpha, a, b, beta, c);
