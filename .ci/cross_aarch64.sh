@@ -34,8 +34,8 @@ python3 - "$BUILD/CMakeFiles/fastgemm_core.dir/csrc/fastgemm/kernels/neon.cpp.o"
 import re, subprocess, sys
 obj = sys.argv[1]
 syms = [l.split()[-1] for l in subprocess.run(["aarch64-linux-gnu-nm", obj], capture_output=True,
-        text=True, check=True).stdout.splitlines() if re.search(r"ukernel.*NeonF(32|64)ELi8E", l)]
-assert len(syms) == 2, f"expected the fp32 and fp64 8-row NEON tiles, found {syms}"
+        text=True, check=True).stdout.splitlines() if re.search(r"ukernel.*NeonF(32|64)ELi8ELi3E", l)]
+assert len(syms) == 2, f"expected the fp32 and fp64 full (8-row, 3-vector) NEON tiles, found {syms}"
 for sym in syms:
     asm = subprocess.run(["aarch64-linux-gnu-objdump", "-d", "--no-show-raw-insn", f"--disassemble={sym}", obj],
                          capture_output=True, text=True, check=True).stdout
