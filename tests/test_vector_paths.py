@@ -64,7 +64,7 @@ def test_few_rows_b_in_place(kernel, dtype, shape, b_offset, beta):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(1, 20000, 300), (20000, 1, 300), (7, 4096, 64)])
+@pytest.mark.parametrize("shape", [(1, 20000, 300), (20000, 1, 300), (7, 4096, 64), (301, 200, 400)])
 def test_same_bits_for_any_thread_count(dtype, shape):
     m, n, k = shape
     rng = np.random.default_rng(7)
