@@ -187,11 +187,18 @@ void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
         // Threads take whole 4-row groups; every C element is computed the same way on any
         // split, so the result does not depend on the thread count.
         const int64_t width = kSmallMaxVectors * main.lanes;
-        parallel_ranges(threads_for(c.rows, c.cols, k), c.rows, 4, [&](int64_t lo, int64_t hi) {
+        auto rows = [&](int64_t lo, int64_t hi) {
             for (int64_t j = 0; j < c.cols; j += width)
                 main.small(hi - lo, std::min(width, c.cols - j), k, alpha, a.data + lo * a.rs, a.rs,
                            a.cs, b.data + j, b.rs, beta, c.data + lo * c.rs + j, c.rs);
-        });
+        };
+        // Direct call on one thread: through a std::function, a stack of 10000 8x8x8 products
+        // ran 12.7 GFLOP/s instead of 16.8.
+        const int threads = threads_for(c.rows, c.cols, k);
+        if (threads == 1)
+            rows(0, c.rows);
+        else
+            parallel_ranges(threads, c.rows, 4, rows);
         return;
     }
     run(ks, alpha, a, b, beta, c);
