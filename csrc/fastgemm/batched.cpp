@@ -8,29 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "extent.hpp"
 #include "threading.hpp"
 
 namespace fastgemm {
 namespace {
-
-int64_t checked_mul(int64_t x, int64_t y) {
-    int64_t r;
-    if (__builtin_mul_overflow(x, y, &r)) throw std::overflow_error("batched gemm: sizes overflow 64-bit indexing");
-    return r;
-}
-
-int64_t checked_add(int64_t x, int64_t y) {
-    int64_t r;
-    if (__builtin_add_overflow(x, y, &r)) throw std::overflow_error("batched gemm: sizes overflow 64-bit indexing");
-    return r;
-}
-
-// Farthest element offset one item reaches from its start, in either direction.
-template <typename V>
-int64_t span(const V& v) {
-    if (v.rows == 0 || v.cols == 0) return 0;
-    return checked_add(checked_mul(v.rows - 1, std::llabs(v.rs)), checked_mul(v.cols - 1, std::llabs(v.cs)));
-}
 
 // A sufficient test that no two C items share an element: taking the axes from the smallest
 // stride up, each one steps past everything the matrix and the axes below it cover.
@@ -38,7 +20,7 @@ template <typename T>
 bool c_items_disjoint(const View<T>& c, std::vector<BatchAxis> axes) {
     std::sort(axes.begin(), axes.end(),
               [](const BatchAxis& x, const BatchAxis& y) { return std::llabs(x.c) < std::llabs(y.c); });
-    int64_t covered = span(c);
+    int64_t covered = extent(c);
     for (const BatchAxis& ax : axes) {
         if (std::llabs(ax.c) <= covered) return false;
         covered = checked_add(covered, checked_mul(ax.size - 1, std::llabs(ax.c)));
@@ -46,22 +28,20 @@ bool c_items_disjoint(const View<T>& c, std::vector<BatchAxis> axes) {
     return true;
 }
 
-std::string shape(int64_t r, int64_t c) { return "(" + std::to_string(r) + ", " + std::to_string(c) + ")"; }
-
 }  // namespace
 
 template <typename T>
 void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
                   const std::vector<BatchAxis>& batch) {
     if (a.rows != c.rows || b.cols != c.cols || a.cols != b.rows)
-        throw std::invalid_argument("batched gemm: A " + shape(a.rows, a.cols) + " @ B " + shape(b.rows, b.cols) +
-                                    " does not fit C " + shape(c.rows, c.cols));
+        throw std::invalid_argument("batched gemm: A " + shape_str(a.rows, a.cols) + " @ B " + shape_str(b.rows, b.cols) +
+                                    " does not fit C " + shape_str(c.rows, c.cols));
     if (a.rows < 0 || a.cols < 0 || b.cols < 0) throw std::invalid_argument("batched gemm: negative matrix dimension");
 
     // Axes of length 1 select nothing; an empty axis means there is nothing to do.
     std::vector<BatchAxis> axes;
     int64_t count = 1;
-    int64_t reach_a = span(a), reach_b = span(b), reach_c = span(c);
+    int64_t reach_a = extent(a), reach_b = extent(b), reach_c = extent(c);
     for (const BatchAxis& ax : batch) {
         if (ax.size < 0) throw std::invalid_argument("batched gemm: negative batch size");
         if (ax.size == 0) return;

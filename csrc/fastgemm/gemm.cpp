@@ -11,28 +11,16 @@
 #include "caches.hpp"
 #include "dispatch.hpp"
 #include "driver.hpp"
+#include "extent.hpp"
 #include "threading.hpp"
 
 namespace fastgemm {
 namespace {
 
-std::string shape(int64_t r, int64_t c) { return "(" + std::to_string(r) + ", " + std::to_string(c) + ")"; }
-
-int64_t checked_mul(int64_t x, int64_t y) {
-    int64_t r;
-    if (__builtin_mul_overflow(x, y, &r)) throw std::overflow_error("matrix dimensions overflow 64-bit indexing");
-    return r;
-}
-
-// The farthest element offset must be representable, or pointer arithmetic in the loops wraps.
 template <typename V>
 void check_extent(const V& v) {
     if (v.rows < 0 || v.cols < 0) throw std::invalid_argument("negative matrix dimension");
-    if (v.rows == 0 || v.cols == 0) return;
-    const int64_t r = checked_mul(v.rows - 1, v.rs < 0 ? -v.rs : v.rs);
-    const int64_t c = checked_mul(v.cols - 1, v.cs < 0 ? -v.cs : v.cs);
-    int64_t sum;
-    if (__builtin_add_overflow(r, c, &sum)) throw std::overflow_error("matrix extent overflows 64-bit indexing");
+    extent(v);
 }
 
 template <typename T>
@@ -152,8 +140,8 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
 template <typename T>
 void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
     if (a.rows != c.rows || b.cols != c.cols || a.cols != b.rows)
-        throw std::invalid_argument("gemm: A " + shape(a.rows, a.cols) + " @ B " + shape(b.rows, b.cols) +
-                                    " does not fit C " + shape(c.rows, c.cols));
+        throw std::invalid_argument("gemm: A " + shape_str(a.rows, a.cols) + " @ B " + shape_str(b.rows, b.cols) +
+                                    " does not fit C " + shape_str(c.rows, c.cols));
     check_extent(a);
     check_extent(b);
     check_extent(c);

@@ -26,10 +26,14 @@ def _as_matrix(x, name, dtype, fn):
 
 
 def _native_ok(x):
-    """The core indexes whole elements through aligned pointers (x is 2-D)."""
-    rs, cs = x.strides
+    """The core indexes whole elements through aligned pointers."""
+    if not x.flags.aligned:
+        return False
     size = x.itemsize
-    return x.flags.aligned and rs % size == 0 and cs % size == 0
+    for s in x.strides:
+        if s % size:
+            return False
+    return True
 
 
 def _scalar(x, name, fn):

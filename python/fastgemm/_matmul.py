@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _core
+from ._blas import _native_ok
 
 _BATCHED = {np.dtype(np.float32): _core.sgemm_batched, np.dtype(np.float64): _core.dgemm_batched}
 
@@ -18,17 +19,6 @@ _CASTABLE_KINDS = frozenset("biuf")
 
 # Plain Python containers and numbers NumPy converts with asarray and no override hook.
 _PLAIN_TYPES = (np.ndarray, list, tuple, int, float, bool, complex)
-
-
-def _native_ok(x):
-    """The core indexes whole, aligned elements."""
-    if not x.flags.aligned:
-        return False
-    size = x.itemsize
-    for s in x.strides:
-        if s % size:
-            return False
-    return True
 
 
 def _operand(x, dtype):
