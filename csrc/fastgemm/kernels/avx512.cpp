@@ -58,7 +58,7 @@ struct Avx512F64 {
 
 
 // rows[0..15] -> columns: out[c] holds rows[0..15][c].
-inline void transpose16x16(__m512 r[16]) {
+inline void transpose_block(__m512 r[16]) {
     __m512 t[16];
     for (int i = 0; i < 8; ++i) {
         t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -84,7 +84,7 @@ inline void transpose16x16(__m512 r[16]) {
 }
 
 // rows[0..7] -> columns: out[c] holds rows[0..7][c].
-inline void transpose8x8(__m512d r[8]) {
+inline void transpose_block(__m512d r[8]) {
     __m512d t[8];  // t[2g + e], lane L: rows 2g, 2g+1 at column 2L + e
     for (int g = 0; g < 4; ++g) {
         t[2 * g] = _mm512_unpacklo_pd(r[2 * g], r[2 * g + 1]);
@@ -102,66 +102,42 @@ inline void transpose8x8(__m512d r[8]) {
     }
 }
 
-template <int MR>
-void pack_a_f32(int64_t mc, int64_t kc, const float* a, int64_t rsa, int64_t csa, float* ap) {
-    static_assert(MR <= 16, "one 16x16 transpose per sliver");
-    if (csa != 1) return tile::pack_a<Avx512F32, MR>(mc, kc, a, rsa, csa, ap);
-    constexpr __mmask16 rows_mask = __mmask16((1u << MR) - 1);
-    const int64_t full = mc / MR * MR, kv = kc / 16 * 16;
+// MR <= W rows: one W x W transpose moves W k-steps of a sliver.
+template <typename V, int MR>
+void pack_a_rows(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, int64_t csa,
+                 typename V::T* ap) {
+    using T = typename V::T;
+    constexpr int W = V::W;
+    if (csa != 1) return tile::pack_a<V, MR>(mc, kc, a, rsa, csa, ap);
+    const typename V::mask rows_mask = V::lanes(MR);
+    const int64_t full = mc / MR * MR, kv = kc / W * W;
     for (int64_t i0 = 0; i0 < full; i0 += MR, ap += MR * kc) {
-        const float* a0 = a + i0 * rsa;
-        for (int64_t p = 0; p < kv; p += 16) {
-            __m512 r[16];
-            for (int i = 0; i < 16; ++i) r[i] = i < MR ? _mm512_loadu_ps(a0 + i * rsa + p) : _mm512_setzero_ps();
-            transpose16x16(r);
-            for (int c = 0; c < 16; ++c) _mm512_mask_storeu_ps(ap + (p + c) * MR, rows_mask, r[c]);
+        const T* a0 = a + i0 * rsa;
+        for (int64_t p = 0; p < kv; p += W) {
+            typename V::reg r[W];
+            for (int i = 0; i < W; ++i) r[i] = i < MR ? V::loadu(a0 + i * rsa + p) : V::zero();
+            transpose_block(r);
+            for (int c = 0; c < W; ++c) V::mask_storeu(ap + (p + c) * MR, rows_mask, r[c]);
         }
         for (int64_t p = kv; p < kc; ++p)
             for (int i = 0; i < MR; ++i) ap[p * MR + i] = a0[i * rsa + p];
     }
-    if (full < mc) tile::pack_a<Avx512F32, MR>(mc - full, kc, a + full * rsa, rsa, csa, ap);
+    if (full < mc) tile::pack_a<V, MR>(mc - full, kc, a + full * rsa, rsa, csa, ap);
 }
 
-template <int MR>
-void pack_a_f64(int64_t mc, int64_t kc, const double* a, int64_t rsa, int64_t csa, double* ap) {
-    if (csa != 1) return tile::pack_a<Avx512F64, MR>(mc, kc, a, rsa, csa, ap);
-    static_assert(MR <= 8, "one 8x8 transpose per sliver");
-    constexpr __mmask8 rows_mask = (1u << MR) - 1;
-    const int64_t full = mc / MR * MR, kv = kc / 8 * 8;
-    for (int64_t i0 = 0; i0 < full; i0 += MR, ap += MR * kc) {
-        const double* a0 = a + i0 * rsa;
-        for (int64_t p = 0; p < kv; p += 8) {
-            __m512d r[8];
-            for (int i = 0; i < 8; ++i) r[i] = i < MR ? _mm512_loadu_pd(a0 + i * rsa + p) : _mm512_setzero_pd();
-            transpose8x8(r);
-            for (int c = 0; c < 8; ++c) _mm512_mask_storeu_pd(ap + (p + c) * MR, rows_mask, r[c]);
-        }
-        for (int64_t p = kv; p < kc; ++p)
-            for (int i = 0; i < MR; ++i) ap[p * MR + i] = a0[i * rsa + p];
-    }
-    if (full < mc) tile::pack_a<Avx512F64, MR>(mc - full, kc, a + full * rsa, rsa, csa, ap);
-}
-
-template <int MR, int NV>
-constexpr Microkernel<float> f32_kernel() {
-    Microkernel<float> k = tile::microkernel<Avx512F32, MR, NV>();
-    k.pack_a = &pack_a_f32<MR>;
-    return k;
-}
-
-template <int MR, int NV>
-constexpr Microkernel<double> f64_kernel() {
-    Microkernel<double> k = tile::microkernel<Avx512F64, MR, NV>();
-    if constexpr (MR <= 8) k.pack_a = &pack_a_f64<MR>;
+template <typename V, int MR, int NV>
+constexpr Microkernel<typename V::T> kernel() {
+    Microkernel<typename V::T> k = tile::microkernel<V, MR, NV>();
+    if constexpr (MR <= V::W) k.pack_a = &pack_a_rows<V, MR>;
     return k;
 }
 
 }  // namespace
 
 constexpr KernelSet avx512_kernels{"avx512", "AVX-512 F/BW/VL/DQ",
-                              f32_kernel<14, 2>(),
-                              f64_kernel<6, 4>(),
-                              f32_kernel<16, 1>(),
-                              f64_kernel<16, 1>()};
+                              kernel<Avx512F32, 14, 2>(),
+                              kernel<Avx512F64, 6, 4>(),
+                              kernel<Avx512F32, 16, 1>(),
+                              kernel<Avx512F64, 16, 1>()};
 
 }  // namespace fastgemm
