@@ -1,0 +1,76 @@
+"""Types of the compiled module fastgemm._core (csrc/bindings/*.cpp).
+
+Internal: the public API is the fastgemm package, which checks every argument before it gets
+here. Each function below is one ``m.def`` of the bindings; keep the two in step.
+"""
+
+from typing import Any, TypedDict
+
+import numpy as np
+import numpy.typing as npt
+
+# The bindings take any ndarray and check its dtype themselves (TypeError when it is not the
+# routine's), so the arrays are typed by what they are, not by their dtype.
+_Array = npt.NDArray[Any]
+
+class _Tile(TypedDict):
+    mr: int
+    nr: int
+    mc: int
+    kc: int
+    nc: int
+
+class _KernelInfo(TypedDict):
+    name: str
+    isa: str
+    float32: _Tile
+    float64: _Tile
+
+class _CacheLevel(TypedDict):
+    size: int
+    ways: int
+    line: int
+    detected: bool
+
+class _Caches(TypedDict):
+    l1d: _CacheLevel
+    l2: _CacheLevel
+    l3: _CacheLevel
+
+class _LoopCalls(TypedDict):
+    fastgemm: int
+    numpy: int
+
+# module.cpp: products. c = alpha * a @ b + beta * c on 2-D float32 / float64 views; c is
+# written in place. TypeError for a wrong dtype, ValueError for a bad shape or a read-only c.
+def sgemm(a: _Array, b: _Array, c: _Array, alpha: float, beta: float) -> None: ...
+def dgemm(a: _Array, b: _Array, c: _Array, alpha: float, beta: float) -> None: ...
+
+# module.cpp: kernels. Names as FASTGEMM_KERNEL / set_kernel take them, best first.
+def compiled_kernels() -> list[str]: ...
+def runnable_kernels() -> list[str]: ...
+def active_kernel() -> str: ...
+def set_kernel(name: str) -> None: ...
+def kernel_info(name: str) -> _KernelInfo: ...
+def caches() -> _Caches: ...
+def cpu_features() -> list[str]: ...
+def fma_peak(name: str, f64: bool, seconds: float) -> float: ...
+
+# module.cpp: threads and environment.
+def get_num_threads() -> int: ...
+def set_num_threads(n: int) -> None: ...
+def max_thread_limit() -> int: ...
+def openmp_runtime() -> str: ...
+def rejected_env_settings() -> list[tuple[str, str, str]]: ...
+
+# batched.cpp: a stack of same-shaped products; a, b, c have one (already broadcast) batch shape.
+def sgemm_batched(a: _Array, b: _Array, c: _Array, alpha: float, beta: float) -> None: ...
+def dgemm_batched(a: _Array, b: _Array, c: _Array, alpha: float, beta: float) -> None: ...
+
+# ufunc_loops.cpp: numpy.matmul's float32 / float64 inner loops.
+def replace_matmul_loops() -> None: ...
+def restore_matmul_loops() -> None: ...
+def matmul_loops_replaced() -> bool: ...
+def matmul_loop_calls() -> _LoopCalls: ...
+def matmul_loop_min_flops() -> int: ...
+def set_matmul_loop_min_flops(n: int) -> None: ...
