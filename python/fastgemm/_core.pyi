@@ -6,7 +6,6 @@ here. Each function below is one ``m.def`` of the bindings; keep the two in step
 
 from typing import Any, TypedDict
 
-import numpy as np
 import numpy.typing as npt
 
 # The bindings take any ndarray and check its dtype themselves (TypeError when it is not the
