@@ -82,7 +82,7 @@ def reference(a, b, c0, alpha, beta, trans_a=False, trans_b=False):
         if beta != 0:
             prod = prod + wide(beta) * c0.astype(wide)
             mag = mag + abs(wide(beta)) * abs(c0.astype(wide))
-    # K roundings in the dot product, one for alpha, one for the beta update (DESIGN.md's
+    # K roundings in the dot product, one for alpha, one for the beta update (docs/DESIGN.md, "Numerics":
     # 2*K*u with K+2 so K = 0 and K = 1 still allow the scaling roundings), plus as many
     # subnormal spacings for results that underflow.
     u = UNIT_ROUNDOFF[np.dtype(a.dtype)]
