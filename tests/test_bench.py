@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 import fastgemm
-from fastgemm import _bench as bm
-from fastgemm import _bench_report as report
-from fastgemm import _bench_suite as suite
+from fastgemm.bench import measure as bm
+from fastgemm.bench import report
+from fastgemm.bench import suite
 from fastgemm import _cli
+from fastgemm.bench.progress import Progress
 
 
 def test_parse_shapes_forms():
@@ -100,7 +101,7 @@ def test_measure_adapts_repeats_to_budget():
 
 def test_progress_without_terminal_writes_lines():
     s = io.StringIO()
-    p = bm.Progress(2, stream=s)
+    p = Progress(2, stream=s)
     p.begin(0, "a")
     p.draw(0.5)
     p.begin(1, "b")
@@ -116,7 +117,7 @@ def test_progress_on_terminal_redraws_in_place():
             return True
 
     s = Tty()
-    p = bm.Progress(4, stream=s)
+    p = Progress(4, stream=s)
     p.begin(1, "shape")
     p.draw(1.0, force=True)
     assert "\r[" in s.getvalue() and "2/4" in s.getvalue() and "#" in s.getvalue()
