@@ -156,7 +156,11 @@ def matmul(a: npt.ArrayLike, b: npt.ArrayLike, out: np.ndarray | tuple[np.ndarra
         c3 = c3[..., None]
     if a.ndim == 1:
         c3 = c3[..., None, :]
-    _BATCHED[dtype](a3, b3, c3, 1.0, 0.0)
+    if k == 0 or result.size == 0:
+        # Nothing to read: an empty operand may sit at any address (NumPy allows odd ones).
+        result[...] = 0
+    else:
+        _BATCHED[dtype](a3, b3, c3, 1.0, 0.0)
     if out is not None:
         if not direct:
             out[...] = result
