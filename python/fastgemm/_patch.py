@@ -67,6 +67,8 @@ def patched() -> Iterator[None]:
     Blocks nest and may be open in several threads at once: the switch is turned on by the
     first block to open and set back to what it was before by the last one to close. Since
     the switch is process-wide, other threads' matmul calls also run on fastgemm meanwhile.
+    A child created by ``os.fork()`` while another thread was inside patched(),
+    patch_numpy() or restore_numpy() can use them at once: the lock is renewed in the child.
     """
     global _depth, _was_on
     with _lock:
