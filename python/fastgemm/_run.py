@@ -24,9 +24,17 @@ USAGE = (
     "Runs the script, module or code as __main__ with numpy.matmul, `@` and np.linalg.matmul on fastgemm."
 )
 
-# What runpy raises for a module or path it cannot run at all (not an ImportError raised by
-# the program itself); python's own -m and path handling print it as one line.
-_RUNPY_ERROR: type[BaseException] = getattr(runpy, "_Error", ImportError)
+
+def _raised_by_runpy(e: BaseException) -> bool:
+    """True for the ImportError runpy raises when it cannot find what to run (no such
+    module, a directory without __main__.py), which python prints as one line; an
+    ImportError raised by the program itself has the program's frame innermost."""
+    tb = e.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_globals.get("__name__") == "runpy"
 
 
 def _run_code(code: str) -> None:
@@ -85,8 +93,8 @@ def main(argv: Sequence[str]) -> int:
             runpy.run_module(target, run_name="__main__", alter_sys=True)
         else:
             runpy.run_path(target, run_name="__main__")
-    except _RUNPY_ERROR as e:
-        if type(e) is not _RUNPY_ERROR:
+    except ImportError as e:
+        if not _raised_by_runpy(e):
             raise
         sys.stderr.write(f"{sys.executable}: {e}\n")  # python's own one line
         return 1

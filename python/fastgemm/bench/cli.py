@@ -98,13 +98,7 @@ class _Outputs:
         self.created: list[str] = []
 
     def claim(self, opt: str, path: str) -> None:
-        if path == "":
-            raise UsageError(f"{opt}: empty file name")
-        if os.path.isdir(path):
-            raise UsageError(f"{opt}: {path} is a directory; give a file name")
-        parent = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(parent):
-            raise UsageError(f"{opt}: directory {parent} does not exist")
+        _check_path(opt, path)
         existed = os.path.exists(path)
         try:
             with open(path, "a"):
@@ -125,6 +119,17 @@ class _Outputs:
             except OSError:
                 pass
         self.created = []
+
+
+def _check_path(opt: str, path: str) -> None:
+    """A file name the run can create: not empty, not a directory, in a directory that exists."""
+    if path == "":
+        raise UsageError(f"{opt}: empty file name")
+    if os.path.isdir(path):
+        raise UsageError(f"{opt}: {path} is a directory; give a file name")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise UsageError(f"{opt}: directory {parent} does not exist")
 
 
 def _plot_path(path: str) -> str:
@@ -160,21 +165,21 @@ def _validate(args: argparse.Namespace, cases: Sequence[Any], outputs: _Outputs)
             # The run's own contents first: that error does not depend on what is installed.
             if not report.has_squares(cases):
                 raise ValueError("--plot draws the square shapes (m = n = k) and this run has none")
+            _check_path("--plot", args.plot)
             report.require_matplotlib()
         if args.compare is not None:
             old = report.load_record(args.compare)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    if args.plot is not None:
-        if args.plot == "":
-            raise UsageError("--plot: empty file name")
-        args.plot = _plot_path(args.plot)
-    if args.list:
-        return old
     if args.json is not None:
-        outputs.claim("--json", args.json)
+        _check_path("--json", args.json)
     if args.plot is not None:
-        outputs.claim("--plot", args.plot)
+        args.plot = _plot_path(args.plot)
+    if not args.list:
+        if args.json is not None:
+            outputs.claim("--json", args.json)
+        if args.plot is not None:
+            outputs.claim("--plot", args.plot)
     return old
 
 
