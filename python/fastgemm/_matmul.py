@@ -133,7 +133,12 @@ def matmul(a: npt.ArrayLike, b: npt.ArrayLike, out: np.ndarray | tuple[np.ndarra
     if plan is not None and kwargs and not _keywords_native(kwargs, plan[0], plan[1], plan[2]):
         plan = None
     if plan is None:
-        return np.matmul(a, b, out=out, **kwargs)
+        numpy_matmul: Any = np.matmul  # its overloads do not cover every keyword combination
+        return numpy_matmul(a, b, out=out, **kwargs)
+    return _native(plan, out)
+
+
+def _native(plan: _Plan, out: Any) -> Any:
     a, b, dtype, batch, (n, k, m), shape = plan
     a3 = _operand(a if a.ndim > 1 else a[None, :], dtype)
     b3 = _operand(b if b.ndim > 1 else b[:, None], dtype)

@@ -114,6 +114,7 @@ def _gemm(
         c is not None and bool(overwrite_c) and type(c) is np.ndarray and c.dtype == dtype
         and c.flags.f_contiguous and c.flags.writeable and native_ok(c)
     )
+    work: np.ndarray | None
     if c is None:
         result = np.zeros((m, n), dtype=dtype, order="F")
         work = result

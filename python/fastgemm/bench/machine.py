@@ -51,7 +51,7 @@ def blas_pools():
     """BLAS/OpenMP libraries loaded in this process with their thread counts (threadpoolctl),
     or NumPy's build configuration when threadpoolctl is not installed."""
     try:
-        from threadpoolctl import threadpool_info
+        from threadpoolctl import threadpool_info  # type: ignore[import-not-found, import-untyped, unused-ignore]
     except ImportError:
         return _numpy_build_blas()
     pools = []
@@ -150,7 +150,7 @@ def describe(libs, missing, threads, pinning, peaks):
         if lib.name in ("torch", "blis"):
             versions[lib.name] = pkg_version(lib.name)
     if any(lib.name == "torch" for lib in libs):
-        import torch
+        import torch  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
         versions["torch_blas"] = "MKL" if torch.backends.mkl.is_available() else "not MKL"
     return {

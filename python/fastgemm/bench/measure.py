@@ -69,7 +69,7 @@ class Torch:
     name = "torch"
 
     def __init__(self, threads):
-        import torch
+        import torch  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
         self.torch = torch
         torch.set_num_threads(threads)
@@ -89,7 +89,7 @@ class Blis:
     name = "blis"
 
     def __init__(self, threads):
-        from blis.py import gemm
+        from blis.py import gemm  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
         self.gemm = gemm
         self.threads = threads

@@ -331,26 +331,26 @@ def compare(old, new_results, peaks, threads, machine):
 def require_matplotlib():
     """Imported before any measuring so a missing extra fails at once, not after minutes."""
     try:
-        import matplotlib
+        import matplotlib  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # noqa: F401
+        import matplotlib.pyplot as plt  # type: ignore[import-not-found, import-untyped, unused-ignore]  # noqa: F401
     except ImportError:
         raise ValueError('--plot needs matplotlib: pip install "fastgemm[plot]"') from None
 
 
 def plot_formats():
     """File extensions matplotlib can write (matplotlib must be importable)."""
-    from matplotlib.backend_bases import FigureCanvasBase
+    from matplotlib.backend_bases import FigureCanvasBase  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
     return set(FigureCanvasBase.get_supported_filetypes())
 
 
 def plot(path, results, lib_names, peaks, threads, machine, date):
-    import matplotlib
+    import matplotlib  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
     dtypes = [dt for dt in peaks if any(r.case.square and r.case.dtype == dt for r in results)]
     fig, axes = plt.subplots(1, len(dtypes), figsize=(6.4 * len(dtypes), 4.8), squeeze=False)
