@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 import fastgemm
-from fastgemm import _bench as bm
-from fastgemm import _bench_report as report
-from fastgemm import _bench_suite as suite
+from fastgemm.bench import measure as bm
+from fastgemm.bench import report
+from fastgemm.bench import suite
 from fastgemm import _cli
+from fastgemm.bench.progress import Progress
 
 
 def test_parse_shapes_forms():
@@ -100,7 +101,7 @@ def test_measure_adapts_repeats_to_budget():
 
 def test_progress_without_terminal_writes_lines():
     s = io.StringIO()
-    p = bm.Progress(2, stream=s)
+    p = Progress(2, stream=s)
     p.begin(0, "a")
     p.draw(0.5)
     p.begin(1, "b")
@@ -116,7 +117,7 @@ def test_progress_on_terminal_redraws_in_place():
             return True
 
     s = Tty()
-    p = bm.Progress(4, stream=s)
+    p = Progress(4, stream=s)
     p.begin(1, "shape")
     p.draw(1.0, force=True)
     assert "\r[" in s.getvalue() and "2/4" in s.getvalue() and "#" in s.getvalue()
@@ -196,3 +197,47 @@ def test_unsteady_samples_are_marked():
     steady.libs["numpy"].times.append(4e-5)
     text = report.table([steady], ["fastgemm", "numpy"], {"float32": 100.0}, 1)
     assert "ok  ~" in text and "quiet machine" in text
+
+
+# Issue 9
+
+
+def _machine(missing, load=0.0):
+    info = fastgemm.info()
+    return {"fastgemm": info, "versions": {"fastgemm": "x", "numpy": np.__version__, "python": "3"},
+            "cpu": "cpu", "usable_cpus": 2, "system": "Linux", "threads": 1, "pinning": "threadpoolctl",
+            "peak_gflops_per_core": {"float32": 100.0}, "blas": [], "missing": missing, "env": {},
+            "load_average": load}
+
+
+def test_missing_competitors_name_the_extra_that_installs_them():
+    """The hint said fastgemm[bench] for torch, which is in fastgemm[bench-torch]."""
+    text = report.header(_machine(["torch"]), "today")
+    assert 'pip install "fastgemm[bench-torch]" adds it' in text and "fastgemm[bench]\"" not in text
+    text = report.header(_machine(["blis"]), "today")
+    assert 'pip install "fastgemm[bench]" adds it' in text
+    text = report.header(_machine(["torch", "blis"]), "today")
+    assert '"fastgemm[bench]"' in text and '"fastgemm[bench-torch]"' in text
+
+
+def test_ratio_under_unsteady_samples_or_load_is_flagged():
+    """A 403x ratio measured under load was printed without a mark."""
+    case = suite.Case("square", 64, 64, 64, "float32")
+
+    def res(np_times):
+        return bm.CaseResult(case, {"fastgemm": bm.LibResult(times=[1e-5, 1.01e-5], number=1),
+                                    "numpy": bm.LibResult(times=np_times, number=1)}, {"ok": True})
+
+    def ratio_cell(text):
+        row = next(ln for ln in text.splitlines() if ln.startswith("64x64x64"))
+        return row.split()[5]
+
+    steady = report.table([res([2e-5, 2.02e-5])], ["fastgemm", "numpy"], {"float32": 100.0}, 1)
+    assert ratio_cell(steady) == "2.00x" and "not to be trusted" not in steady
+    unsteady = report.table([res([2e-5, 2e-5, 4e-3])], ["fastgemm", "numpy"], {"float32": 100.0}, 1)
+    assert ratio_cell(unsteady).endswith("x?") and "not to be trusted" in unsteady
+    loaded = report.table([res([2e-5, 2.02e-5])], ["fastgemm", "numpy"], {"float32": 100.0}, 1, load_before=3.0)
+    assert ratio_cell(loaded) == "2.00x?" and "load average was 3.0 before" in loaded
+    after = report.table([res([2e-5, 2.02e-5])], ["fastgemm", "numpy"], {"float32": 100.0}, 2, load_after=5.0)
+    assert ratio_cell(after) == "2.00x?" and "5.0 after" in after
+    assert "ratios marked ?" in report.header(_machine([], load=3.0), "today")

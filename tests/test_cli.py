@@ -127,3 +127,111 @@ def test_without_threadpoolctl_numpy_is_pinned_by_restarting(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "restarting with OPENBLAS_NUM_THREADS" in p.stderr
     assert "OPENBLAS_NUM_THREADS=1" in p.stdout  # the child reports how it was pinned
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 9
+
+
+def test_bench_help_shows_a_percent_sign_not_two():
+    p = run("bench", "--help")
+    assert p.returncode == 0
+    assert "%%" not in p.stdout and "% of this machine" in " ".join(p.stdout.split())
+
+
+def test_output_cut_short_by_the_reader_ends_quietly():
+    """`python -m fastgemm info | head -1` ended in a BrokenPipeError traceback."""
+    # The reader is gone before the command writes its first line (importing takes far longer
+    # than closing a pipe), which is what `head -1` does to all but the first line.
+    proc = subprocess.Popen([sys.executable, "-m", "fastgemm", "info"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.wait(timeout=120)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    assert proc.returncode == 1
+
+
+def test_run_c_runs_code_like_python(tmp_path):
+    p = run("run", "-c", "import sys, fastgemm; print(sys.argv, fastgemm.is_patched(), __name__)", "x", "-y")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "['-c', 'x', '-y'] True __main__"
+    p = run("run", "-c", "raise SystemExit(7)")
+    assert p.returncode == 7
+    p = run("run", "-c")
+    assert p.returncode == 2 and "-c needs" in p.stderr
+
+
+def _python_one_line(args, cwd):
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=60, cwd=cwd)
+
+
+def test_run_missing_module_and_directory_fail_like_python(tmp_path):
+    """python prints one line and exits 1; `run` printed a runpy traceback."""
+    empty = tmp_path / "emptydir"
+    empty.mkdir()
+    for args in (("-m", "no_such_module_xyz"), (str(empty),)):
+        ours = run("run", *args)
+        theirs = _python_one_line(args, tmp_path)
+        assert ours.returncode == theirs.returncode == 1, ours.stderr
+        assert "Traceback" not in ours.stderr
+        assert ours.stderr.splitlines() == theirs.stderr.splitlines(), (ours.stderr, theirs.stderr)
+
+
+def test_run_directory_with_main_and_program_import_errors(tmp_path):
+    pkg = tmp_path / "app"
+    pkg.mkdir()
+    (pkg / "__main__.py").write_text("import fastgemm, sys\nprint('app', fastgemm.is_patched(), sys.path[0])\n")
+    p = run("run", str(pkg))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["app", "True", str(pkg)]
+    bad = tmp_path / "bad.py"
+    bad.write_text("import no_such_module_xyz\n")
+    p = run("run", str(bad))  # the program's own ImportError keeps python's traceback
+    assert p.returncode == 1 and "Traceback" in p.stderr and "no_such_module_xyz" in p.stderr
+
+
+@pytest.mark.parametrize("args,needle", [
+    (("--budget", "inf"), "finite"),
+    (("--budget", "nan"), "--budget"),
+    (("--json", ""), "empty"),
+    (("--plot", ""), "empty"),
+])
+def test_bench_rejects_before_measuring(args, needle):
+    p = run("bench", "--shapes", "64", *args)
+    assert_one_line_error(p, needle=needle)
+    assert p.stdout == ""
+
+
+def test_bench_json_and_plot_that_are_directories(tmp_path):
+    p = run("bench", "--shapes", "64", "--json", str(tmp_path))
+    assert_one_line_error(p, needle="is a directory")
+    p = run("bench", "--shapes", "64", "--plot", str(tmp_path))
+    assert_one_line_error(p, needle="is a directory")
+
+
+def test_bench_damaged_compare_record_fails_before_measuring(tmp_path):
+    good = {"format": "fastgemm-bench", "results": []}
+    for bad_result in ({"key": 1}, {"key": "k", "threads": "2", "libs": {}}, {"key": "k", "threads": 1},
+                       {"key": "k", "threads": 1, "libs": {"fastgemm": {"gflops": "fast"}}}, "nope"):
+        f = tmp_path / "bad.json"
+        f.write_text(json.dumps(dict(good, results=[bad_result])))
+        p = run("bench", "--shapes", "64", "--compare", str(f))
+        assert_one_line_error(p, needle="damaged")
+        assert p.stdout == ""
+
+
+def test_bench_failed_run_leaves_no_empty_json(tmp_path):
+    out = tmp_path / "r.json"
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    # A run that fails after the options were checked (the FMA peak measurement raises).
+    (hide / "sitecustomize.py").write_text(
+        "import fastgemm.bench.measure as m\n"
+        "def boom(*a, **k):\n    raise RuntimeError('injected failure')\n"
+        "m.fma_peaks = boom\n")
+    env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    p = run("bench", "--shapes", "8", "--threads", "1", "--repeats", "1", "--json", str(out),
+            pythonpath=hide, env_extra=env)
+    assert p.returncode == 1 and "injected failure" in p.stderr, p.stderr
+    assert not out.exists()

@@ -274,3 +274,117 @@ def test_property_same_shape_dtype_values_or_exception_as_numpy(ops):
         _check_close(got, np.asarray(a, got.dtype), np.asarray(b, got.dtype))
     else:
         assert np.array_equal(got, want)
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 9
+
+
+def test_byte_swapped_operands_and_out_are_converted_like_numpy():
+    a = _rand((6, 5), np.float32).astype(">f4")
+    b = _rand((5, 4), np.float32).astype(">f4")
+    got = fastgemm.matmul(a, b)
+    assert got.dtype == np.float32 and got.dtype.isnative
+    _check_close(got, a.astype(np.float32), b.astype(np.float32))
+    out = np.zeros((6, 4), ">f4")
+    assert fastgemm.matmul(a, b, out=out) is out
+    np.testing.assert_allclose(out, np.matmul(a, b, out=np.zeros((6, 4), ">f4")), rtol=1e-6)
+
+
+def _same_as_numpy(a, b, **kw):
+    try:
+        want = np.matmul(a, b, **kw)
+    except Exception as e:
+        with pytest.raises(type(e)):
+            fastgemm.matmul(a, b, **kw)
+        return
+    got = fastgemm.matmul(a, b, **kw)
+    assert type(got) is type(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.flags.c_contiguous == want.flags.c_contiguous
+    assert got.flags.f_contiguous == want.flags.f_contiguous
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+A32, B32 = _rand((4, 3), np.float32), _rand((3, 5), np.float32)
+A64, B64 = _rand((4, 3), np.float64), _rand((3, 5), np.float64)
+I64 = np.arange(15, dtype=np.int64).reshape(3, 5)
+KEYWORDS = [
+    ("dtype same", A32, B32, {"dtype": np.float32}),
+    ("dtype str", A32, B32, {"dtype": "float32"}),
+    ("dtype wider", A32, B32, {"dtype": np.float64}),
+    ("dtype narrower", A64, B64, {"dtype": np.float32}),
+    ("dtype narrower casting safe", A64, B64, {"dtype": np.float32, "casting": "safe"}),
+    ("dtype int", A32, B32, {"dtype": np.int64}),
+    ("casting no", A32, B32, {"casting": "no"}),
+    ("casting no mixed", A32, B64, {"casting": "no"}),
+    ("casting equiv", A64, B64, {"casting": "equiv"}),
+    ("casting safe int", A64, I64, {"casting": "safe"}),
+    ("casting same_kind", A32, B64, {"casting": "same_kind"}),
+    ("casting unsafe", A32, B64, {"casting": "unsafe"}),
+    ("casting bogus", A32, B32, {"casting": "bogus"}),
+    ("order K", np.asfortranarray(A32), np.asfortranarray(B32), {"order": "K"}),
+    ("order C", A32, B32, {"order": "C"}),
+    ("order F", A32, B32, {"order": "F"}),
+    ("order A", np.asfortranarray(A64), np.asfortranarray(B64), {"order": "A"}),
+    ("subok true", A32, B32, {"subok": True}),
+    ("subok false", A32, B32, {"subok": False}),
+    ("axes default", A32, B32, {"axes": [(-2, -1), (-2, -1), (-2, -1)]}),
+    ("axes swapped", _rand((3, 4), np.float64), _rand((5, 3), np.float64), {"axes": [(-1, -2), (-1, -2), (-1, -2)]}),
+    ("axis", A32, B32, {"axis": -1}),
+    ("keepdims", A32, B32, {"keepdims": True}),
+    ("signature", A32, B32, {"signature": "dd->d"}),
+    ("signature tuple", A32, B32, {"signature": (np.float64, np.float64, np.float64)}),
+    ("where", A32, B32, {"where": True}),
+    ("unknown", A32, B32, {"frobnicate": 1}),
+    ("dtype with out", A32, B32, {"dtype": np.float32, "out": np.zeros((4, 5), np.float32)}),
+]
+
+
+@pytest.mark.parametrize("name,a,b,kw", KEYWORDS, ids=[k[0] for k in KEYWORDS])
+def test_numpy_matmul_keywords_give_numpys_result(name, a, b, kw):
+    """fg.matmul used to reject every keyword of np.matmul but out."""
+    _same_as_numpy(a, b, **kw)
+
+
+def test_keywords_that_change_nothing_stay_native(monkeypatch):
+    calls = []
+    native = _matmul._BATCHED[np.dtype(np.float32)]
+    monkeypatch.setitem(_matmul._BATCHED, np.dtype(np.float32), lambda *args: calls.append(1) or native(*args))
+    for kw in ({"dtype": np.float32}, {"casting": "no"}, {"order": "C"}, {"order": "K"}, {"subok": False}):
+        fastgemm.matmul(A32, B32, **kw)
+    assert len(calls) == 5
+    fastgemm.matmul(A32, B32, order="F")
+    assert len(calls) == 5  # NumPy's own
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape,strides", [((3, 4), (1, 1)), ((3, 4), (0, 1)), ((2, 3, 4), (4, 2, 1)),
+                                           ((4, 3), (1, 2))])
+def test_out_whose_elements_alias_gets_numpys_result(dtype, shape, strides):
+    a = _rand(shape[:-1] + (5,), dtype)
+    b = _rand((5, shape[-1]), dtype)
+    results = []
+    for f in (np.matmul, fastgemm.matmul):
+        base = np.zeros(64, dtype)
+        out = np.lib.stride_tricks.as_strided(base, shape, tuple(s * base.itemsize for s in strides))
+        f(a, b, out=out)
+        results.append(base)
+    # Computed into a temporary and copied, the last write of each element wins in both.
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("which", ["a", "b", "both"])
+def test_empty_operand_at_an_odd_address(which):
+    buf = np.zeros(64, np.uint8)
+    empty = np.ndarray((0, 4), np.float32, buffer=buf, offset=1)
+    a = empty if which != "b" else np.ones((3, 0), np.float32)
+    b = np.ones((4, 3), np.float32) if which == "a" else np.ndarray((0, 3), np.float32, buffer=buf, offset=3)
+    if which == "b":
+        a = np.ones((2, 0), np.float32)
+    if which == "both":
+        b = np.ndarray((4, 0), np.float32, buffer=buf, offset=5)
+    want = np.matmul(a, b)
+    got = fastgemm.matmul(a, b)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    assert np.array_equal(got, want)

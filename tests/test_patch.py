@@ -238,6 +238,43 @@ def test_contexts_in_threads():
     assert not fastgemm.is_patched()
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_fork_while_another_thread_holds_the_switch_lock():
+    """A child forked while another thread was inside patched()/patch_numpy()/restore_numpy()
+    inherited the lock held and hung at its next patched() (31 of 60 children under stress).
+    Deterministic form: a thread holds the lock across the fork."""
+    code = textwrap.dedent("""
+        import os, signal, sys, threading
+        import fastgemm
+        from fastgemm import _patch
+        held, release = threading.Event(), threading.Event()
+
+        def hold():
+            with _patch._lock:
+                held.set()
+                release.wait()
+
+        t = threading.Thread(target=hold)
+        t.start()
+        held.wait()
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(10)  # a hang ends the child with SIGALRM instead of the test
+            with fastgemm.patched():
+                ok = fastgemm.is_patched()
+            fastgemm.patch_numpy()
+            fastgemm.restore_numpy()
+            os._exit(0 if ok and not fastgemm.is_patched() else 3)
+        _, status = os.waitpid(pid, 0)
+        release.set()
+        t.join()
+        print("signal" if os.WIFSIGNALED(status) else os.WEXITSTATUS(status))
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "0", r.stdout
+
+
 def test_run_subcommand(tmp_path):
     script = tmp_path / "prog.py"
     script.write_text(textwrap.dedent("""

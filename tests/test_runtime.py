@@ -88,11 +88,52 @@ def test_env_kernel_honoured_at_import(name):
 
 
 @pytest.mark.parametrize("value", ["bogus", "AVX512x"])
-def test_env_kernel_bad_value(value):
-    r = run_python("import fastgemm", FASTGEMM_KERNEL=value)
-    assert r.returncode != 0
-    last = r.stderr.strip().splitlines()[-1]
-    assert "FASTGEMM_KERNEL" in last and value in last and "generic" in last, r.stderr
+def test_env_kernel_bad_value_warns_and_falls_back(value):
+    """A bad FASTGEMM_KERNEL must not make `import fastgemm` fail (it may come from a
+    shell profile or a launcher): one RuntimeWarning, then the best kernel, as for threads."""
+    r = run_python("""
+        import warnings
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            import fastgemm
+        msgs = [str(x.message) for x in w if issubclass(x.category, RuntimeWarning)]
+        assert len(msgs) == 1, msgs
+        print(fastgemm.get_kernel() == fastgemm.available_kernels()[0])
+        print(msgs[0])
+        try:
+            fastgemm.set_kernel("bogus")
+        except ValueError:
+            print("set_kernel raises")
+        """, FASTGEMM_KERNEL=value)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "True"
+    assert "FASTGEMM_KERNEL" in lines[1] and value in lines[1] and "generic" in lines[1], lines[1]
+    assert lines[2] == "set_kernel raises"
+
+
+def test_rejected_block_sizes_warn_once_each():
+    """The core ignores bad FASTGEMM_KC/MC/NC values; the import says so, one warning each."""
+    r = run_python("""
+        import warnings
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            import fastgemm
+        from fastgemm import _core
+        print(hasattr(_core, "rejected_env_settings"))
+        for x in w:
+            if issubclass(x.category, RuntimeWarning):
+                print(x.message)
+        """, FASTGEMM_KC="99999999999999999999", FASTGEMM_NC="banana", FASTGEMM_KERNEL="")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    if lines[0] != "True":
+        pytest.skip("this core does not report rejected settings yet (issue 9, C++ side)")
+    assert len(lines) == 3, r.stdout
+    kc = [ln for ln in lines[1:] if "FASTGEMM_KC" in ln]
+    nc = [ln for ln in lines[1:] if "FASTGEMM_NC" in ln]
+    assert len(kc) == 1 and "99999999999999999999" in kc[0], r.stdout
+    assert len(nc) == 1 and "banana" in nc[0], r.stdout
 
 
 def test_tiny_blocks_from_environment():

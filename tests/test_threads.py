@@ -306,3 +306,61 @@ def test_import_without_threadpoolctl_still_works():
     r = run_python(code)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "3.0"
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue 9: the thread cap and threadpoolctl limits out of range
+
+
+def test_set_num_threads_is_capped_near_the_cpu_count():
+    """65536 used to be accepted (4096 threads at 2048^3, 16 s, GBs of scratch)."""
+    from fastgemm._runtime import max_threads, usable_cpus
+
+    top = max_threads()
+    assert usable_cpus() <= top <= 64 * usable_cpus()
+    before = fastgemm.get_num_threads()
+    try:
+        fastgemm.set_num_threads(top)
+        assert fastgemm.get_num_threads() == top
+        for bad in (top + 1, 65536):
+            with pytest.raises(ValueError, match=f"<= {top}"):
+                fastgemm.set_num_threads(bad)
+        assert fastgemm.get_num_threads() == top
+    finally:
+        fastgemm.set_num_threads(before)
+
+
+def _pools(threadpoolctl):
+    return sorted((i["filepath"], i["num_threads"]) for i in threadpoolctl.threadpool_info())
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("limit", [0, -3, 2**31, 2**32 + 1, 10**6])
+def test_threadpoolctl_limits_out_of_range_leave_every_library_as_it_was(limit, reverse):
+    """threadpool_limits(0) left libgomp at 1 when libgomp came before fastgemm (fastgemm's
+    controller raised midway, so nothing was restored); 2**32 + 1 became 1 (a C int wrap).
+    reverse=True puts the OpenMP runtime before fastgemm, as another load order does."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from fastgemm._runtime import max_threads
+
+    fastgemm.set_num_threads(2)
+    controller = threadpoolctl.ThreadpoolController()
+    if reverse:
+        controller.lib_controllers.reverse()
+    before = _pools(threadpoolctl)
+    with controller.limit(limits=limit):
+        inside = fastgemm.get_num_threads()
+    assert inside == (1 if limit < 1 else max_threads())
+    assert _pools(threadpoolctl) == before
+    assert fastgemm.get_num_threads() == 2
+
+
+@pytest.mark.parametrize("limit", [1.5, "2", True])
+def test_threadpoolctl_non_integer_limit_is_refused_before_fastgemm_changes(limit):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    fastgemm.set_num_threads(2)
+    controller = threadpoolctl.ThreadpoolController()
+    fg = [c for c in controller.lib_controllers if c.internal_api == "fastgemm"]
+    with pytest.raises(TypeError, match="fastgemm"):
+        fg[0].set_num_threads(limit)
+    assert fastgemm.get_num_threads() == 2

@@ -5,22 +5,24 @@
     fg.sgemm(a, b, c, alpha=0.5, beta=1.0)    # BLAS semantics, C updated in place
     fg.info()                                 # kernel, tile, block sizes, caches, threads
 """
-from ._blas import dgemm, gemm, sgemm
+
+from . import _threadpool, blas
+from ._gemm import dgemm, gemm, sgemm
 from ._matmul import matmul
 from ._patch import is_patched, patch_numpy, patched, restore_numpy
-from . import blas
 from ._runtime import (
-    __version__,
+    _configure_from_environment,
     available_kernels,
     get_kernel,
     get_num_threads,
     info,
     set_kernel,
     set_num_threads,
-    _configure_from_environment,
 )
+from ._version import __version__
 
 _configure_from_environment()
+_threadpool.register()
 del _configure_from_environment
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""python -m fastgemm bench | info"""
+"""python -m fastgemm bench | info | run"""
 import sys
 
 from ._cli import main

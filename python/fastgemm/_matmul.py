@@ -6,12 +6,25 @@ answer (or the exception) is NumPy's own.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from . import _core
-from ._blas import _native_ok
+from ._layout import may_self_overlap, native_ok
 
-_BATCHED = {np.dtype(np.float32): _core.sgemm_batched, np.dtype(np.float64): _core.dgemm_batched}
+_BATCHED: dict[np.dtype[Any], Callable[..., None]] = {
+    np.dtype(np.float32): _core.sgemm_batched,
+    np.dtype(np.float64): _core.dgemm_batched,
+}
+
+# np.matmul's keywords fastgemm honours itself when they leave the result unchanged; any
+# other keyword (axes, axis, keepdims, signature, or one np.matmul does not know) goes to
+# np.matmul with the call, which applies it or raises its own error.
+_OWN_KEYWORDS = frozenset(("dtype", "casting", "order", "subok"))
+_CASTINGS = frozenset(("no", "equiv", "safe", "same_kind", "unsafe"))
 
 # Input kinds whose promotion with float32/float64 NumPy's matmul resolves exactly as
 # np.result_type does (bool, signed and unsigned integers, floats).
@@ -21,15 +34,18 @@ _CASTABLE_KINDS = frozenset("biuf")
 _PLAIN_TYPES = (np.ndarray, list, tuple, int, float, bool, complex)
 
 
-def _operand(x, dtype):
+def _operand(x: np.ndarray, dtype: np.dtype[Any]) -> np.ndarray:
     if x.dtype != dtype:  # also turns a non-native byte order into native
         x = x.astype(dtype)
-    elif not _native_ok(x):
+    elif not native_ok(x):
         x = x.copy()
     return x
 
 
-def _plan(a, b, out):
+_Plan = tuple[np.ndarray, np.ndarray, "np.dtype[Any]", tuple[int, ...], tuple[int, int, int], tuple[int, ...]]
+
+
+def _plan(a: Any, b: Any, out: Any) -> _Plan | None:
     """(a, b, dtype, result shape) when fastgemm computes this product, else None."""
     if type(a) not in _PLAIN_TYPES or type(b) not in _PLAIN_TYPES:
         return None
@@ -64,7 +80,34 @@ def _plan(a, b, out):
     return a, b, dtype, batch, (n, k, m), shape
 
 
-def matmul(a, b, out=None):
+def _keywords_native(kwargs: dict[str, Any], a: np.ndarray, b: np.ndarray, dtype: np.dtype[Any]) -> bool:
+    """True when np.matmul with these keywords gives what fastgemm's plain product gives:
+    the result dtype unchanged, no cast that ``casting`` forbids, a C-ordered result."""
+    if not kwargs.keys() <= _OWN_KEYWORDS:
+        return False
+    want = kwargs.get("dtype")
+    if want is not None:
+        try:
+            if np.dtype(want) != dtype:
+                return False
+        except TypeError:
+            return False  # np.matmul raises its own error
+    casting = kwargs.get("casting", "same_kind")
+    if casting not in _CASTINGS:
+        return False
+    if casting not in ("same_kind", "unsafe"):
+        # The operands are cast to the result dtype; "no", "equiv" and "safe" may forbid it.
+        if not all(np.can_cast(x.dtype, dtype, casting) for x in (a, b)):
+            return False
+    # Only the result's memory order differs between "K", "C" (what fastgemm allocates) and
+    # the rest; "F" and "A" go to NumPy. subok only matters for subclasses, which never get here.
+    if kwargs.get("order", "K") not in ("K", "C"):
+        return False
+    subok = kwargs.get("subok", True)
+    return type(subok) is bool
+
+
+def matmul(a: npt.ArrayLike, b: npt.ArrayLike, out: np.ndarray | tuple[np.ndarray] | None = None, **kwargs: Any) -> Any:
     """The matrix product of two arrays, with exactly numpy.matmul's semantics.
 
     1-D operands are promoted to a row (left) or column (right) and the added dimension is
@@ -74,13 +117,28 @@ def matmul(a, b, out=None):
     everything else (other dtypes, subclasses, ``__array_ufunc__`` overrides, bad input)
     goes to numpy.matmul, which gives the result or raises its own exception.
 
-    ``out``, if given, must be an ndarray of the result's exact shape; it is returned.
+    ``out``, if given, must be an ndarray of the result's exact shape; it is returned. An
+    ``out`` whose elements share memory (a zero or overlapping stride) or that overlaps an
+    operand gets the product through a temporary, as NumPy does.
+
+    np.matmul's keywords are accepted: ``dtype``, ``casting``, ``order`` and ``subok`` run on
+    fastgemm when they leave the result as the plain product has it (``dtype`` equal to the
+    result's dtype, a ``casting`` that allows the operands' cast, ``order`` "K" or "C", any
+    ``subok``); any other value, and ``axes``, ``axis``, ``keepdims``, ``signature``, go to
+    numpy.matmul with the call.
     """
     if isinstance(out, tuple) and len(out) == 1:
         out = out[0]
     plan = _plan(a, b, out)
+    if plan is not None and kwargs and not _keywords_native(kwargs, plan[0], plan[1], plan[2]):
+        plan = None
     if plan is None:
-        return np.matmul(a, b, out=out)
+        numpy_matmul: Any = np.matmul  # its overloads do not cover every keyword combination
+        return numpy_matmul(a, b, out=out, **kwargs)
+    return _native(plan, out)
+
+
+def _native(plan: _Plan, out: Any) -> Any:
     a, b, dtype, batch, (n, k, m), shape = plan
     a3 = _operand(a if a.ndim > 1 else a[None, :], dtype)
     b3 = _operand(b if b.ndim > 1 else b[:, None], dtype)
@@ -91,8 +149,8 @@ def matmul(a, b, out=None):
 
     direct = (
         out is not None
-        and _native_ok(out)
-        and not any(s == 0 and d > 1 for s, d in zip(out.strides, out.shape))
+        and native_ok(out)
+        and not may_self_overlap(out)
         and not np.may_share_memory(out, a3)
         and not np.may_share_memory(out, b3)
     )
@@ -103,7 +161,11 @@ def matmul(a, b, out=None):
         c3 = c3[..., None]
     if a.ndim == 1:
         c3 = c3[..., None, :]
-    _BATCHED[dtype](a3, b3, c3, 1.0, 0.0)
+    if k == 0 or result.size == 0:
+        # Nothing to read: an empty operand may sit at any address (NumPy allows odd ones).
+        result[...] = 0
+    else:
+        _BATCHED[dtype](a3, b3, c3, 1.0, 0.0)
     if out is not None:
         if not direct:
             out[...] = result

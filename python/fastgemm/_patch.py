@@ -8,7 +8,9 @@ exactly by restore_numpy().
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
+from collections.abc import Iterator
 
 from . import _core
 
@@ -17,12 +19,24 @@ _depth = 0  # patched() contexts open, in any thread
 _was_on = False  # whether the switch was on when the outermost context was entered
 
 
-def is_patched():
+def _reinit_after_fork() -> None:
+    """A child of fork() has only the thread that forked: a lock another thread held at that
+    moment would stay held forever, and the child's next patched() would hang. The counters
+    are kept: the blocks open in the forking thread still close in the child."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_reinit_after_fork)
+
+
+def is_patched() -> bool:
     """True while numpy.matmul's float32 and float64 loops are fastgemm's."""
     return bool(_core.matmul_loops_replaced())
 
 
-def patch_numpy():
+def patch_numpy() -> None:
     """Run numpy.matmul (and `@`, `@=`, np.linalg.matmul) on fastgemm from now on.
 
     Only float32 and float64 products change; every other dtype keeps NumPy's loop. Products
@@ -34,7 +48,7 @@ def patch_numpy():
         _core.replace_matmul_loops()
 
 
-def restore_numpy():
+def restore_numpy() -> None:
     """Put NumPy's own matmul loops back. Calling it when the switch is off does nothing.
 
     This turns the switch off even inside a ``patched()`` block; the block then leaves it
@@ -47,12 +61,14 @@ def restore_numpy():
 
 
 @contextlib.contextmanager
-def patched():
+def patched() -> Iterator[None]:
     """``with fastgemm.patched(): ...`` runs numpy.matmul on fastgemm inside the block.
 
     Blocks nest and may be open in several threads at once: the switch is turned on by the
     first block to open and set back to what it was before by the last one to close. Since
     the switch is process-wide, other threads' matmul calls also run on fastgemm meanwhile.
+    A child created by ``os.fork()`` while another thread was inside patched(),
+    patch_numpy() or restore_numpy() can use them at once: the lock is renewed in the child.
     """
     global _depth, _was_on
     with _lock:

@@ -1,60 +1,80 @@
-"""Kernel choice, thread count and the description of what runs (fastgemm.info())."""
+"""Kernel choice, thread count, the CPUs this process may use and fastgemm.info()."""
+
 from __future__ import annotations
 
 import operator
 import os
 import warnings
-from importlib.metadata import PackageNotFoundError, version as _dist_version
+from typing import Any
 
 import numpy as np
 
-from . import _core, _threadpool
-
-try:
-    __version__ = _dist_version("fastgemm")
-except PackageNotFoundError:  # imported from a source tree that was never installed
-    __version__ = "0+unknown"
+from . import _core
+from ._version import __version__
 
 
-def available_kernels():
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask), else the machine's CPU count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def max_threads() -> int:
+    """The most threads :func:`set_num_threads` accepts on this machine.
+
+    Far more threads than CPUs only costs time and per-thread scratch, so the core caps the
+    count at a multiple of the usable CPUs (``_core.max_thread_limit``). A core built
+    before that function existed gets the same rule here: 4 x the usable CPUs, at least 8.
+    """
+    limit = getattr(_core, "max_thread_limit", None)
+    if limit is not None:
+        return int(limit())
+    return max(8, 4 * usable_cpus())
+
+
+def available_kernels() -> list[str]:
     """Names of the kernels this CPU and OS can run, best first."""
     return list(_core.runnable_kernels())
 
 
-def get_kernel():
+def get_kernel() -> str:
     """Name of the kernel in use."""
-    return _core.active_kernel()
+    return str(_core.active_kernel())
 
 
-def set_kernel(name):
+def set_kernel(name: str) -> None:
     """Use kernel ``name`` (one of :func:`available_kernels`) for every following call.
 
-    Raises ValueError for a name this build does not have and RuntimeError for a kernel
-    this CPU or OS cannot run.
+    Raises TypeError for a name that is not a str, ValueError for a name this build does
+    not have and RuntimeError for a kernel this CPU or OS cannot run.
     """
     if not isinstance(name, str):
         raise TypeError(f"set_kernel: name must be a str, got {type(name).__name__}")
     _core.set_kernel(name)
 
 
-def get_num_threads():
+def get_num_threads() -> int:
     """Most threads one call may use.
 
     The default comes from ``FASTGEMM_NUM_THREADS``, else ``OMP_NUM_THREADS`` (its first
     entry), else the number of CPUs this process may run on (its affinity mask). A process
     created by ``os.fork()`` starts at 1 (see :func:`set_num_threads`).
     """
-    return _core.get_num_threads()
+    return int(_core.get_num_threads())
 
 
-def set_num_threads(n):
-    """Let each call use up to ``n`` threads (an int >= 1).
+def set_num_threads(n: int) -> None:
+    """Let each call use up to ``n`` threads (an int from 1 to :func:`max_threads`).
 
     Small products run on fewer threads than this, and a call made inside another OpenMP
     parallel region runs on one. In a child created by ``os.fork()`` fastgemm starts on one
     thread; if the parent had already run fastgemm on several, GNU OpenMP cannot start
     threads in the child at all (it would hang), so there the limit stays 1 and this warns.
-    ``threadpoolctl.threadpool_limits`` sets the same limit.
+    ``threadpoolctl.threadpool_limits`` sets the same limit (clamped to that range there).
+
+    Raises TypeError for a non-integer (bool included) and ValueError outside 1..max.
     """
     if isinstance(n, (bool, np.bool_)):
         raise TypeError("set_num_threads: n must be an int, got bool")
@@ -64,8 +84,12 @@ def set_num_threads(n):
         raise TypeError(f"set_num_threads: n must be an int, got {type(n).__name__}") from None
     if n < 1:
         raise ValueError(f"set_num_threads: n must be >= 1, got {n}")
-    if n > _MAX_THREADS:
-        raise ValueError(f"set_num_threads: n must be <= {_MAX_THREADS}, got {n}")
+    top = max_threads()
+    if n > top:
+        raise ValueError(
+            f"set_num_threads: n must be <= {top} (a multiple of the {usable_cpus()} CPUs this "
+            f"process may use), got {n}"
+        )
     _core.set_num_threads(n)
     if n > 1 and _core.get_num_threads() == 1:
         warnings.warn(
@@ -76,52 +100,58 @@ def set_num_threads(n):
         )
 
 
-# The core takes a C int; far more threads than any machine has is a typo, not a request.
-_MAX_THREADS = 1 << 16
+# A bad environment variable warns and falls back instead of failing the import: these
+# variables (OMP_NUM_THREADS above all) are shared with other libraries, and a program that
+# merely imports fastgemm through another package should still start. `depth` is the number
+# of fastgemm frames between the caller and fastgemm/__init__.py, so the warning points at
+# the `import fastgemm` that read the variable.
 
 
-def _parse_thread_count(var, raw):
-    """The positive thread count in environment variable ``var``, or None with a warning."""
+def _env_warning(message: str, depth: int) -> None:
+    warnings.warn(f"fastgemm: {message}", RuntimeWarning, stacklevel=depth + 3)
+
+
+def _parse_thread_count(var: str, raw: str) -> int | None:
+    """The thread count in environment variable ``var``: None (after a warning) when it is
+    not a positive integer, the limit (after a warning) when it is above it."""
     # OMP_NUM_THREADS may be a nesting list ("4,2"); the outer level is ours.
     head = raw.split(",")[0].strip()
-    if head.isdecimal() and 1 <= int(head) <= _MAX_THREADS:
-        return int(head)
-    warnings.warn(
-        f"fastgemm: ignoring {var}={raw!r}, expected a positive integer",
-        RuntimeWarning,
-        stacklevel=4,
-    )
-    return None
+    if not head.isdecimal() or int(head) < 1:
+        _env_warning(f"ignoring {var}={raw!r}, expected a positive integer", 2)
+        return None
+    n, top = int(head), max_threads()
+    if n > top:
+        _env_warning(f"{var}={raw!r} is above the limit of {top} threads on this machine; using {top}", 2)
+        return top
+    return n
 
 
-def _default_threads():
-    # A bad value warns and falls through to the next source instead of failing the import:
-    # OMP_NUM_THREADS is shared with every OpenMP library in the process, and a program
-    # that merely imports fastgemm through another package should still start.
+def _default_threads() -> int:
     for var in ("FASTGEMM_NUM_THREADS", "OMP_NUM_THREADS"):
         raw = os.environ.get(var, "").strip()
         if raw:
             n = _parse_thread_count(var, raw)
             if n is not None:
                 return n
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    return min(usable_cpus(), max_threads())
 
 
-def _configure_from_environment():
+def _configure_from_environment() -> None:
+    """Apply FASTGEMM_NUM_THREADS / OMP_NUM_THREADS and FASTGEMM_KERNEL, and report the
+    FASTGEMM_KC/MC/NC values the core ignored: every bad value is one RuntimeWarning."""
     set_num_threads(_default_threads())
-    _threadpool.register()
     forced = os.environ.get("FASTGEMM_KERNEL", "").strip()
     if forced:
         try:
             set_kernel(forced)
         except (ValueError, RuntimeError) as e:
-            raise RuntimeError(f"FASTGEMM_KERNEL={forced!r}: {e}") from None
+            _env_warning(f"ignoring FASTGEMM_KERNEL={forced!r} ({e}); using {get_kernel()}", 0)
+    rejected = getattr(_core, "rejected_env_settings", None)  # added to the core in issue 9
+    for var, raw, reason in rejected() if rejected is not None else ():
+        _env_warning(f"ignoring {var}={raw!r}: {reason}", 0)
 
 
-def info():
+def info() -> dict[str, Any]:
     """What fastgemm runs on this machine: kernel, tile and block sizes, caches, threads."""
     name = get_kernel()
     k = _core.kernel_info(name)

@@ -22,14 +22,19 @@ call, and bad shapes or ``trans`` values raise ValueError (SciPy raises its modu
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from . import _core
+from ._layout import native_ok
 
 __all__ = ["sgemm", "dgemm"]
 
 
-def _number(x, name, fn):
+def _number(x: Any, name: str, fn: str) -> float:
     """f2py's conversion of a real scalar argument: complex keeps its real part."""
     if isinstance(x, np.ndarray) and x.size == 1:
         x = x.reshape(()).item()
@@ -43,7 +48,7 @@ def _number(x, name, fn):
         raise ValueError(f"{fn}: {name} must be a real number, got {x!r}") from None
 
 
-def _flag(x, name, fn, top):
+def _flag(x: Any, name: str, fn: str, top: int) -> int:
     try:
         v = int(x)
     except (TypeError, ValueError):
@@ -53,7 +58,7 @@ def _flag(x, name, fn, top):
     return v
 
 
-def _rank2(x):
+def _rank2(x: np.ndarray) -> np.ndarray | None:
     """f2py's rank-2 view of an array: 0-d -> 1 x 1, 1-D -> a column, size-1 axes dropped
     beyond two (what is left of fewer than two is a column), or None when that cannot work."""
     if x.ndim == 0:
@@ -69,7 +74,7 @@ def _rank2(x):
     return x
 
 
-def _matrix(x, name, dtype, fn):
+def _matrix(x: Any, name: str, dtype: np.dtype[Any], fn: str) -> np.ndarray:
     x = np.asarray(x)
     if x.dtype != dtype:
         x = x.astype(dtype)
@@ -79,11 +84,19 @@ def _matrix(x, name, dtype, fn):
     return m
 
 
-def _aligned(x):
-    return x.flags.aligned and all(s % x.itemsize == 0 for s in x.strides)
-
-
-def _gemm(dtype, fn, native, alpha, a, b, beta, c, trans_a, trans_b, overwrite_c):
+def _gemm(
+    dtype: np.dtype[Any],
+    fn: str,
+    native: Callable[..., None],
+    alpha: npt.ArrayLike,
+    a: Any,
+    b: Any,
+    beta: Any,
+    c: Any,
+    trans_a: Any,
+    trans_b: Any,
+    overwrite_c: Any,
+) -> np.ndarray:
     alpha = _number(alpha, "alpha", fn)
     beta = _number(beta, "beta", fn)
     trans_a = _flag(trans_a, "trans_a", fn, 2)
@@ -99,8 +112,9 @@ def _gemm(dtype, fn, native, alpha, a, b, beta, c, trans_a, trans_b, overwrite_c
 
     in_place = (
         c is not None and bool(overwrite_c) and type(c) is np.ndarray and c.dtype == dtype
-        and c.flags.f_contiguous and c.flags.writeable and _aligned(c)
+        and c.flags.f_contiguous and c.flags.writeable and native_ok(c)
     )
+    work: np.ndarray | None
     if c is None:
         result = np.zeros((m, n), dtype=dtype, order="F")
         work = result
@@ -116,19 +130,37 @@ def _gemm(dtype, fn, native, alpha, a, b, beta, c, trans_a, trans_b, overwrite_c
                 opa = opa.copy()
             if np.may_share_memory(work, opb):
                 opb = opb.copy()
-    if not _aligned(opa):
+    if not native_ok(opa):
         opa = np.ascontiguousarray(opa)
-    if not _aligned(opb):
+    if not native_ok(opb):
         opb = np.ascontiguousarray(opb)
     native(opa, opb, work, alpha, beta)
     return result
 
 
-def sgemm(alpha, a, b, beta=0.0, c=None, trans_a=0, trans_b=0, overwrite_c=0):
+def sgemm(
+    alpha: npt.ArrayLike,
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    beta: npt.ArrayLike = 0.0,
+    c: npt.ArrayLike | None = None,
+    trans_a: int = 0,
+    trans_b: int = 0,
+    overwrite_c: int = 0,
+) -> npt.NDArray[np.float32]:
     """c = alpha * op(a) @ op(b) + beta * c in float32, like scipy.linalg.blas.sgemm."""
     return _gemm(np.dtype(np.float32), "sgemm", _core.sgemm, alpha, a, b, beta, c, trans_a, trans_b, overwrite_c)
 
 
-def dgemm(alpha, a, b, beta=0.0, c=None, trans_a=0, trans_b=0, overwrite_c=0):
+def dgemm(
+    alpha: npt.ArrayLike,
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    beta: npt.ArrayLike = 0.0,
+    c: npt.ArrayLike | None = None,
+    trans_a: int = 0,
+    trans_b: int = 0,
+    overwrite_c: int = 0,
+) -> npt.NDArray[np.float64]:
     """c = alpha * op(a) @ op(b) + beta * c in float64, like scipy.linalg.blas.dgemm."""
     return _gemm(np.dtype(np.float64), "dgemm", _core.dgemm, alpha, a, b, beta, c, trans_a, trans_b, overwrite_c)

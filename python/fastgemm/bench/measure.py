@@ -1,6 +1,6 @@
 """Measuring: the libraries compared, the timing protocol, the FMA peak and the correctness guard.
 
-Protocol (DESIGN.md, "Measuring"): one process, the same inputs for every library, a warm-up
+Protocol (docs/DESIGN.md, "Measuring protocol"): one process, the same inputs for every library, a warm-up
 call each, then samples taken in turn A B C A B C ..., the median sample per library. Every
 library runs on the same thread count. A sample times enough back-to-back calls to last a
 couple of milliseconds, so the clock's resolution and call overhead don't dominate small
@@ -20,7 +20,6 @@ from __future__ import annotations
 import gc
 import math
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -28,7 +27,7 @@ import numpy as np
 
 import fastgemm as fg
 
-from . import _core
+from .. import _core
 
 MIN_SAMPLE_S = 2e-3
 MIN_REPEATS, MAX_REPEATS = 3, 50
@@ -51,8 +50,6 @@ class FastGemm:
 
     def prepare(self, case, a, b):
         if case.batch:
-            if not hasattr(fg, "matmul"):
-                raise Unsupported("fastgemm.matmul is not in this build")
             return lambda: fg.matmul(a, b)
         gemm = fg.sgemm if case.dtype == "float32" else fg.dgemm
         return lambda: gemm(a, b)
@@ -72,7 +69,7 @@ class Torch:
     name = "torch"
 
     def __init__(self, threads):
-        import torch
+        import torch  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
         self.torch = torch
         torch.set_num_threads(threads)
@@ -92,7 +89,7 @@ class Blis:
     name = "blis"
 
     def __init__(self, threads):
-        from blis.py import gemm
+        from blis.py import gemm  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
         self.gemm = gemm
         self.threads = threads
@@ -213,7 +210,7 @@ def measure(fns, repeats=None, budget=1.5, tick=None, settle=0.0):
 
 
 def check_result(case, a, b, c, rng):
-    """Is fastgemm's C within the K-scaled bound of a float64 reference (DESIGN.md, Numerics)?
+    """Is fastgemm's C within the K-scaled bound of a float64 reference (docs/DESIGN.md, "Numerics")?
 
     Big products are checked on a sample of rows (the first and last tile rows, where edge
     handling lives, plus random ones) so the guard costs a small part of the measurement.
@@ -268,50 +265,3 @@ def run_case(case, libs, operands, repeats, budget, rng, tick=None, threads=1):
 def fma_peaks(kernel, dtypes):
     """GFLOP/s of one core's FMA loop for `kernel`, per dtype (measured once per run)."""
     return {dt: _core.fma_peak(kernel, dt == "float64", PEAK_SECONDS) for dt in dtypes}
-
-
-class Progress:
-    """A progress bar on stderr: redrawn in place on a terminal, a line per case otherwise."""
-
-    WIDTH = 28
-
-    def __init__(self, total, stream=None):
-        self.stream = stream or sys.stderr
-        self.total = total
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.start = time.monotonic()
-        self.last_draw = 0.0
-        self.index = 0
-        self.label = ""
-
-    def begin(self, index, label):
-        self.index, self.label = index, label
-        if self.tty:
-            self.draw(0.0, force=True)
-        else:
-            self.stream.write(f"bench [{index + 1:>{len(str(self.total))}}/{self.total}] {label}"
-                              f"  ({self._elapsed()} elapsed)\n")
-            self.stream.flush()
-
-    def draw(self, fraction, force=False):
-        if not self.tty:
-            return
-        now = time.monotonic()
-        if not force and now - self.last_draw < 0.1:
-            return
-        self.last_draw = now
-        done = (self.index + fraction) / max(self.total, 1)
-        filled = int(done * self.WIDTH)
-        bar = "#" * filled + "." * (self.WIDTH - filled)
-        self.stream.write(f"\r[{bar}] {self.index + 1}/{self.total} {self.label:<34.34} {self._elapsed()}")
-        self.stream.flush()
-
-    def finish(self):
-        if self.tty:
-            self.stream.write("\r" + " " * (self.WIDTH + 60) + "\r")
-        self.stream.write(f"bench: {self.total} cases in {self._elapsed()}\n")
-        self.stream.flush()
-
-    def _elapsed(self):
-        s = int(time.monotonic() - self.start)
-        return f"{s // 60}:{s % 60:02d}"

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import math
+from typing import Any
 
 RECORD_FORMAT = "fastgemm-bench"
 RECORD_VERSION = 1
@@ -51,8 +53,33 @@ def make_record(machine, results, peaks, threads, argv, date, seconds):
     }
 
 
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _check_result_record(r: Any, i: int) -> str | None:
+    """What --compare cannot use in results[i] of a record, or None."""
+    if not isinstance(r, dict):
+        return "is not an object"
+    if not isinstance(r.get("key"), str):
+        return "has no 'key' string"
+    if not isinstance(r.get("threads"), int) or isinstance(r.get("threads"), bool):
+        return "has no 'threads' integer"
+    libs = r.get("libs")
+    if not isinstance(libs, dict):
+        return "has no 'libs' object"
+    fg = libs.get("fastgemm")
+    if fg is not None and (not isinstance(fg, dict) or not (fg.get("gflops") is None or _is_number(fg["gflops"]))):
+        return "has a fastgemm entry without a numeric 'gflops'"
+    r0 = r.get("ratio_vs_best_other")
+    if not (r0 is None or _is_number(r0)):
+        return "has a non-numeric 'ratio_vs_best_other'"
+    return None
+
+
 def load_record(path):
-    """The record saved by --json at `path`; ValueError with a readable reason otherwise."""
+    """The record saved by --json at `path`; ValueError with a readable reason otherwise
+    (checked down to every field --compare reads, so a damaged record fails before a run)."""
     try:
         with open(path) as f:
             rec = json.load(f)
@@ -64,6 +91,13 @@ def load_record(path):
         raise ValueError(f"--compare: {path} is not JSON ({e})") from None
     if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT or not isinstance(rec.get("results"), list):
         raise ValueError(f"--compare: {path} is not a record saved by `python -m fastgemm bench --json`")
+    for i, r in enumerate(rec["results"]):
+        why = _check_result_record(r, i)
+        if why:
+            raise ValueError(f"--compare: {path} is damaged: results[{i}] {why}")
+    m = rec.get("machine", {})
+    if not isinstance(m, dict) or not isinstance(m.get("fastgemm", {}), dict):
+        raise ValueError(f"--compare: {path} is damaged: 'machine' is not an object")
     return rec
 
 
@@ -134,12 +168,14 @@ def header(machine, date):
         others.append(f"blis {v['blis']}")
     lines.append("versions: " + "; ".join(others) + f"; python {v['python']}")
     if machine["missing"]:
-        lines.append("not installed (not compared): " + ", ".join(machine["missing"])
-                     + "  -- pip install \"fastgemm[bench]\" adds them")
+        extras = sorted({INSTALL_EXTRA.get(name, "bench") for name in machine["missing"]})
+        lines.append("not installed (not compared): " + ", ".join(machine["missing"]) + "  -- "
+                     + " or ".join(f'pip install "fastgemm[{e}]"' for e in extras) + " adds "
+                     + ("it" if len(machine["missing"]) == 1 else "them"))
     load = machine.get("load_average")
-    if load is not None and load > 0.5:
+    if load is not None and load > IDLE_LOAD:
         lines.append(f"warning:  load average {load:.1f} before the run: other programs are using the CPU; "
-                     "absolute GFLOP/s will be low and noisy")
+                     "GFLOP/s and ratios will be low and noisy (ratios marked ? below)")
     env = machine["env"]
     if env:
         lines.append("env:      " + " ".join(f"{k}={val}" for k, val in env.items()))
@@ -154,6 +190,10 @@ def _fmt(x, spec):
 
 
 NOISY = 0.25
+# The 1-minute load average of an idle machine stays below this.
+IDLE_LOAD = 0.5
+# Which extra of the fastgemm package installs a missing competitor (pyproject.toml).
+INSTALL_EXTRA = {"blis": "bench", "torch": "bench-torch"}
 
 
 def spread(lib_result):
@@ -170,8 +210,24 @@ def _gflops(g):
     return format(g, ".0f" if g >= 1000 else ".1f" if g >= 1 else ".3f")
 
 
-def table(results, lib_names, peaks, threads):
-    """The results as a fixed-width text table, then the notes it needs."""
+def best_other(res):
+    """Name of the fastest library other than fastgemm on this case, or None."""
+    others = [(res.gflops(n), n) for n in res.libs if n != "fastgemm" and res.gflops(n)]
+    return max(others)[1] if others else None
+
+
+def table(results, lib_names, peaks, threads, load_before=None, load_after=None):
+    """The results as a fixed-width text table, then the notes it needs.
+
+    A ratio is marked ``?`` when the samples of fastgemm or of the library it is compared
+    with spread by more than NOISY of their median, or when the machine was not idle
+    (``load_before`` above IDLE_LOAD, or ``load_after`` above what the run's own
+    ``threads`` explain): such a ratio (403x was seen) says more about the machine than
+    about the libraries.
+    """
+    busy_before = load_before is not None and load_before > IDLE_LOAD
+    busy_after = load_after is not None and load_after > threads + 1.0
+    doubtful = []
     # A library measured on no case at all gets no column, only its note.
     lib_names = [n for n in lib_names if n == "fastgemm" or any(r.gflops(n) for r in results)]
     cols = ["case", "dtype", "thr"] + lib_names + ["fg/best", "%peak", "check"]
@@ -190,7 +246,11 @@ def table(results, lib_names, peaks, threads):
                 notes.setdefault((name, r.error), []).append(c.label())
         row += [_gflops(res.gflops(name)) for name in lib_names]
         rt = ratio(res)
-        row.append("-" if rt is None else f"{rt:.2f}x")
+        unsteady = any(spread(res.libs.get(n)) > NOISY for n in ("fastgemm", best_other(res)) if n)
+        mark = "?" if rt is not None and (unsteady or busy_before or busy_after) else ""
+        if mark:
+            doubtful.append(c.label())
+        row.append("-" if rt is None else f"{rt:.2f}x{mark}")
         row.append(_fmt(pct_peak(res, peaks, threads), ".0f"))
         ok = res.check.get("ok")
         noisy = [n for n in lib_names if spread(res.libs.get(n)) > NOISY]
@@ -212,6 +272,14 @@ def table(results, lib_names, peaks, threads):
     if noisy_rows:
         out.append(f"  ~ samples of one library differed by more than {NOISY:.0%} of their median: "
                    "something else was using the CPU; rerun on a quiet machine")
+    if doubtful:
+        why = []
+        if busy_before:
+            why.append(f"the load average was {load_before:.1f} before the run")
+        if busy_after:
+            why.append(f"the load average was {load_after:.1f} after the run on {threads} thread(s)")
+        why.append("or fastgemm's or the compared library's samples were unsteady")
+        out.append("  ? ratio not to be trusted: " + "; ".join(why) + "; rerun on a quiet machine")
     for (name, why), cases in notes.items():
         shown = "every case" if len(cases) == measured and name != "fastgemm" else ", ".join(dict.fromkeys(cases))
         out.append(f"  {name} not measured on {shown}: {why}")
@@ -263,19 +331,26 @@ def compare(old, new_results, peaks, threads, machine):
 def require_matplotlib():
     """Imported before any measuring so a missing extra fails at once, not after minutes."""
     try:
-        import matplotlib
+        import matplotlib  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt  # noqa: F401
+        import matplotlib.pyplot as plt  # type: ignore[import-not-found, import-untyped, unused-ignore]  # noqa: F401
     except ImportError:
         raise ValueError('--plot needs matplotlib: pip install "fastgemm[plot]"') from None
 
 
+def plot_formats():
+    """File extensions matplotlib can write (matplotlib must be importable)."""
+    from matplotlib.backend_bases import FigureCanvasBase  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+    return set(FigureCanvasBase.get_supported_filetypes())
+
+
 def plot(path, results, lib_names, peaks, threads, machine, date):
-    import matplotlib
+    import matplotlib  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
     dtypes = [dt for dt in peaks if any(r.case.square and r.case.dtype == dt for r in results)]
     fig, axes = plt.subplots(1, len(dtypes), figsize=(6.4 * len(dtypes), 4.8), squeeze=False)

@@ -10,6 +10,8 @@ import numpy as np
 
 import fastgemm as fg
 
+from .._runtime import usable_cpus
+
 # Variables that change what a library does; the bench reports them and never alters them.
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE in particular can make NumPy pick a slower kernel.
 ENV_VARS = (
@@ -21,13 +23,6 @@ SLOWING_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 # Marks the child process started to pin NumPy's BLAS threads through the environment.
 REEXEC_MARK = "FASTGEMM_BENCH_PINNED"
-
-
-def usable_cpus():
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def cpu_model():
@@ -56,7 +51,7 @@ def blas_pools():
     """BLAS/OpenMP libraries loaded in this process with their thread counts (threadpoolctl),
     or NumPy's build configuration when threadpoolctl is not installed."""
     try:
-        from threadpoolctl import threadpool_info
+        from threadpoolctl import threadpool_info  # type: ignore[import-not-found, import-untyped, unused-ignore]
     except ImportError:
         return _numpy_build_blas()
     pools = []
@@ -136,7 +131,8 @@ def reexec_env(threads):
     return env
 
 
-def _load_average():
+def load_average() -> float | None:
+    """The 1-minute load average, or None where the OS has none."""
     try:
         return os.getloadavg()[0]
     except (AttributeError, OSError):
@@ -154,7 +150,7 @@ def describe(libs, missing, threads, pinning, peaks):
         if lib.name in ("torch", "blis"):
             versions[lib.name] = pkg_version(lib.name)
     if any(lib.name == "torch" for lib in libs):
-        import torch
+        import torch  # type: ignore[import-not-found, import-untyped, unused-ignore]
 
         versions["torch_blas"] = "MKL" if torch.backends.mkl.is_available() else "not MKL"
     return {
@@ -171,5 +167,5 @@ def describe(libs, missing, threads, pinning, peaks):
         "missing": missing,
         "peak_gflops_per_core": peaks,
         "executable": sys.executable,
-        "load_average": _load_average(),
+        "load_average": load_average(),
     }

@@ -1,0 +1,207 @@
+"""The native API: C = alpha * op(A) @ op(B) + beta * C on float32 / float64 arrays
+(sgemm, dgemm, gemm).
+
+All argument checking lives here; the native core receives only well-formed 2-D views.
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+from collections.abc import Callable
+from typing import Any, Union
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _core
+from ._layout import native_ok, self_overlaps
+
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_NATIVE: dict[np.dtype[Any], Callable[..., None]] = {_F32: _core.sgemm, _F64: _core.dgemm}
+
+#: What ``trans_a`` / ``trans_b`` accept: a bool, 0 or 1, or a BLAS character.
+Trans = Union[bool, int, str, np.bool_, np.integer[Any]]
+#: What ``alpha`` / ``beta`` accept: a real number, NumPy scalar or 0-d real array.
+Scalar = Union[float, int, np.floating[Any], np.integer[Any], npt.NDArray[Any]]
+
+_TRANS_CHARS = {"N": False, "T": True, "C": True}  # C (conjugate) is T for real data
+
+
+def _as_matrix(x: Any, name: str, dtype: np.dtype[Any], fn: str) -> np.ndarray:
+    if not isinstance(x, np.ndarray):
+        x = np.asarray(x)
+    if x.dtype != dtype:  # by equality: a dtype that went through pickle is still float32
+        if x.dtype.newbyteorder("=") == dtype:
+            raise TypeError(
+                f"{fn}: {name} has dtype {x.dtype.str} (non-native byte order); fastgemm "
+                f"computes in native {dtype}: pass {name}.astype(np.{dtype})"
+            )
+        raise TypeError(f"{fn}: {name} must have dtype {dtype}, got {x.dtype}")
+    if x.ndim != 2:
+        raise ValueError(f"{fn}: {name} must be a 2-D array, got {x.ndim}-D with shape {x.shape}")
+    return x
+
+
+def _scalar(x: Any, name: str, fn: str) -> float:
+    if type(x) is float:  # the common case, without the cost of an ABC check
+        return x
+    if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iuf":
+        return float(x)
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{fn}: {name} must be a real number, got {type(x).__name__}")
+    return float(x)
+
+
+def _trans(x: Any, name: str, fn: str) -> bool:
+    """A transpose flag: True/False, 0/1 (Python or NumPy) or 'N', 'T', 'C' in either case."""
+    if type(x) is bool:
+        return x
+    if isinstance(x, np.bool_):
+        return bool(x)
+    if isinstance(x, str):
+        try:
+            return _TRANS_CHARS[x.upper()]
+        except KeyError:
+            raise ValueError(f"{fn}: {name} must be 'N', 'T' or 'C' (or a bool), got {x!r}") from None
+    try:
+        v = operator.index(x)
+    except TypeError:
+        raise TypeError(
+            f"{fn}: {name} must be a bool, 0, 1 or one of 'N', 'T', 'C', got {type(x).__name__}"
+        ) from None
+    if v not in (0, 1):
+        raise ValueError(f"{fn}: {name} must be 0 or 1 (or a bool, or 'N', 'T', 'C'), got {v}")
+    return bool(v)
+
+
+def _gemm(
+    dtype: np.dtype[Any],
+    fn: str,
+    a: Any,
+    b: Any,
+    c: np.ndarray | None,
+    alpha: Any,
+    beta: Any,
+    trans_a: Any,
+    trans_b: Any,
+) -> np.ndarray:
+    a = _as_matrix(a, "a", dtype, fn)
+    b = _as_matrix(b, "b", dtype, fn)
+    alpha = _scalar(alpha, "alpha", fn)
+    beta = _scalar(beta, "beta", fn)
+    opa = a.T if _trans(trans_a, "trans_a", fn) else a
+    opb = b.T if _trans(trans_b, "trans_b", fn) else b
+    (m, k), (kb, n) = opa.shape, opb.shape
+    if k != kb:
+        raise ValueError(
+            f"{fn}: op(a) has shape {opa.shape} and op(b) has shape {opb.shape}; "
+            f"inner dimensions {k} and {kb} differ"
+        )
+    if c is None:
+        if beta != 0.0:
+            raise ValueError(f"{fn}: beta={beta} scales c, but no c was given")
+        c = np.empty((m, n), dtype=dtype)
+    else:
+        if not isinstance(c, np.ndarray):
+            raise TypeError(f"{fn}: c must be a numpy.ndarray, got {type(c).__name__}")
+        _as_matrix(c, "c", dtype, fn)
+        if c.shape != (m, n):
+            raise ValueError(
+                f"{fn}: c has shape {c.shape}, but op(a) {opa.shape} @ op(b) {opb.shape} "
+                f"gives {(m, n)}"
+            )
+        if not c.flags.writeable:
+            raise ValueError(f"{fn}: c is read-only")
+        # Two elements of C at one address would be written by whichever thread came last
+        # (BLAS refuses such a C too: ldc < m).
+        if self_overlaps(c):
+            raise ValueError(
+                f"{fn}: c has elements that share memory (shape {c.shape}, strides {c.strides})"
+            )
+        # The core reads A and B while writing C: an input that shares memory with C is
+        # copied first, so the result is what separate arrays would give.
+        if np.may_share_memory(c, opa):
+            opa = opa.copy()
+        if np.may_share_memory(c, opb):
+            opb = opb.copy()
+    # np.ascontiguousarray would return a misaligned or odd-strided array unchanged when
+    # numpy deems it contiguous (always so for a 1 x 1), so copy into fresh memory instead.
+    if not native_ok(opa):
+        opa = opa.copy(order="C")
+    if not native_ok(opb):
+        opb = opb.copy(order="C")
+    if native_ok(c):
+        _NATIVE[dtype](opa, opb, c, alpha, beta)
+    else:
+        tmp = c.copy(order="C") if beta != 0.0 else np.empty((m, n), dtype=dtype)
+        _NATIVE[dtype](opa, opb, tmp, alpha, beta)
+        c[...] = tmp
+    return c
+
+
+def sgemm(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    c: npt.NDArray[np.float32] | None = None,
+    *,
+    alpha: Scalar = 1.0,
+    beta: Scalar = 0.0,
+    trans_a: Trans = False,
+    trans_b: Trans = False,
+) -> npt.NDArray[np.float32]:
+    """C = alpha * op(A) @ op(B) + beta * C for float32 arrays; returns C.
+
+    op(X) is X, or X.T when ``trans_x`` says so: ``trans_x`` is a bool, 0 or 1 (Python or
+    NumPy integers and bools), or a BLAS character: 'N' (no transpose), 'T' or 'C'
+    (transpose; the conjugate transpose of real data), in either case. Any other str or
+    integer raises ValueError, any other type TypeError.
+
+    ``a`` and ``b`` are 2-D float32 arrays (or array-likes that convert to one) of native
+    byte order: an array of another dtype, or of non-native byte order such as '>f4', raises
+    TypeError (convert it with ``.astype``). ``alpha`` and ``beta`` are real numbers: Python or
+    NumPy scalars or 0-d real arrays.
+
+    Without ``c`` a new C-ordered array is returned (and ``beta`` must be 0); with ``c`` (a
+    writable float32 2-D array, any strides) the result is written into it. A ``c`` whose
+    elements share memory (a zero or too small stride) raises ValueError, as BLAS refuses
+    ldc < m. With ``beta == 0`` C is never read, so NaN in it does not survive; with
+    ``alpha == 0`` or an empty inner dimension A and B are not read. Inputs that overlap
+    ``c`` in memory are copied first.
+    """
+    return _gemm(_F32, "sgemm", a, b, c, alpha, beta, trans_a, trans_b)
+
+
+def dgemm(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    c: npt.NDArray[np.float64] | None = None,
+    *,
+    alpha: Scalar = 1.0,
+    beta: Scalar = 0.0,
+    trans_a: Trans = False,
+    trans_b: Trans = False,
+) -> npt.NDArray[np.float64]:
+    """float64 counterpart of :func:`sgemm`, same semantics."""
+    return _gemm(_F64, "dgemm", a, b, c, alpha, beta, trans_a, trans_b)
+
+
+def gemm(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike,
+    c: npt.NDArray[np.floating[Any]] | None = None,
+    *,
+    alpha: Scalar = 1.0,
+    beta: Scalar = 0.0,
+    trans_a: Trans = False,
+    trans_b: Trans = False,
+) -> npt.NDArray[np.floating[Any]]:
+    """:func:`sgemm` or :func:`dgemm` by the dtype of ``a`` (float32 or float64)."""
+    dt = a.dtype if isinstance(a, np.ndarray) else np.asarray(a).dtype
+    dt = dt.newbyteorder("=")  # a byte-swapped float32 gets sgemm's byte-order message
+    if dt == np.float32:
+        return sgemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)  # type: ignore[arg-type]
+    if dt == np.float64:
+        return dgemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)  # type: ignore[arg-type]
+    raise TypeError(f"gemm: a must have dtype float32 or float64, got {dt}")
