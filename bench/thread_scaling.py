@@ -7,6 +7,7 @@ threadpoolctl) on N threads, the speedup of fastgemm from 1 to N threads and the
 NumPy. Each figure is the median of 7 calls after a warm-up; a pause before NumPy's and after
 it lets the other library's spinning worker threads go idle (see bench/README.md).
 """
+
 import sys
 import time
 
@@ -42,9 +43,11 @@ def main(argv):
     time.sleep(0.3)
     with threadpool_limits(threads):
         tnp = median_time(lambda: np.matmul(a, b, out=c))
-    print(f"{dtype.name} {n}^3: fastgemm 1 thread {gflop / t1:.1f}, {threads} threads {gflop / tn:.1f}, "
-          f"NumPy {threads} threads {gflop / tnp:.1f} GFLOP/s; speedup {t1 / tn:.2f}x, "
-          f"fastgemm / NumPy {tnp / tn:.2f}x")
+    print(
+        f"{dtype.name} {n}^3: fastgemm 1 thread {gflop / t1:.1f}, {threads} threads {gflop / tn:.1f}, "
+        f"NumPy {threads} threads {gflop / tnp:.1f} GFLOP/s; speedup {t1 / tn:.2f}x, "
+        f"fastgemm / NumPy {tnp / tn:.2f}x"
+    )
 
 
 if __name__ == "__main__":

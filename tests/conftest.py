@@ -1,4 +1,5 @@
 """Hypothesis profiles and the per-kernel fixture every gemm test runs under."""
+
 import os
 
 import pytest
@@ -9,7 +10,11 @@ import fastgemm
 # "ci": few examples, reproducible, no per-example deadline (a shared 2-core runner stalls);
 # "dev": more examples for local runs. HYPOTHESIS_PROFILE picks one explicitly.
 settings.register_profile(
-    "ci", max_examples=25, deadline=None, derandomize=True, print_blob=True,
+    "ci",
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", max_examples=100, deadline=None)

@@ -1,5 +1,6 @@
 """What the tests share: the reference product with its error bound, and matrices placed in
 guarded byte buffers with chosen strides so a test can check nothing outside them changed."""
+
 from __future__ import annotations
 
 import numpy as np

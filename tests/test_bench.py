@@ -1,5 +1,6 @@
 """The benchmark's parts in-process: shape parsing, the suite, operand layouts, the timing loop,
 the correctness guard, the table, the record, the plot. Tiny shapes only."""
+
 import io
 import json
 
@@ -7,17 +8,19 @@ import numpy as np
 import pytest
 
 import fastgemm
-from fastgemm.bench import measure as bm
-from fastgemm.bench import report
-from fastgemm.bench import suite
 from fastgemm import _cli
+from fastgemm.bench import measure as bm, report, suite
 from fastgemm.bench.progress import Progress
 
 
 def test_parse_shapes_forms():
     cases = suite.parse_shapes("512, 1024x2048x256,1000*64,3*4x5x6", "float32")
     assert [(c.m, c.n, c.k, c.batch) for c in cases] == [
-        (512, 512, 512, 0), (1024, 2048, 256, 0), (64, 64, 64, 1000), (4, 5, 6, 3)]
+        (512, 512, 512, 0),
+        (1024, 2048, 256, 0),
+        (64, 64, 64, 1000),
+        (4, 5, 6, 3),
+    ]
     assert [c.group for c in cases] == ["square", "custom", "stacked", "stacked"]
     assert len(suite.parse_shapes("64")) == 2  # both dtypes unless told
 
@@ -90,7 +93,7 @@ def test_measure_alternates_and_counts_repeats():
     assert all(len(r.times) == 4 and r.median > 0 for r in res.values())
     nx, ny = res["x"].number, res["y"].number
     assert nx > 1 and ny > 1  # cheap calls are batched into samples
-    timed = calls[-4 * (nx + ny):]  # after the warm-up and calibration calls
+    timed = calls[-4 * (nx + ny) :]  # after the warm-up and calibration calls
     assert timed == (["x"] * nx + ["y"] * ny) * 4
 
 
@@ -152,10 +155,22 @@ def test_record_compare_and_plot(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     out = tmp_path / "r.json"
-    args = ["bench", "--shapes", "8,16,7x5x3", "--dtype", "float64", "--threads", "1", "--repeats", "3",
-            "--json", str(out)]
+    args = [
+        "bench",
+        "--shapes",
+        "8,16,7x5x3",
+        "--dtype",
+        "float64",
+        "--threads",
+        "1",
+        "--repeats",
+        "3",
+        "--json",
+        str(out),
+    ]
     try:
         import matplotlib  # noqa: F401
+
         args += ["--plot", str(tmp_path / "p.png")]
     except ImportError:
         pass
@@ -168,8 +183,12 @@ def test_record_compare_and_plot(tmp_path, monkeypatch, capsys):
     if "--plot" in args:
         assert (tmp_path / "p.png").stat().st_size > 1000
     capsys.readouterr()
-    assert _cli.main(["bench", "--shapes", "16", "--dtype", "float64", "--threads", "1", "--repeats", "1",
-                      "--compare", str(out)]) == 0
+    assert (
+        _cli.main(
+            ["bench", "--shapes", "16", "--dtype", "float64", "--threads", "1", "--repeats", "1", "--compare", str(out)]
+        )
+        == 0
+    )
     tail = capsys.readouterr().out.split("Against", 1)[1]
     assert "16x16x16" in tail and "%" in tail
 
@@ -190,8 +209,14 @@ def test_every_library_runs_every_layout(layout, threads):
 
 def test_unsteady_samples_are_marked():
     case = suite.Case("square", 64, 64, 64, "float32")
-    steady = bm.CaseResult(case, {"fastgemm": bm.LibResult(times=[1e-5, 1.01e-5], number=1),
-                                  "numpy": bm.LibResult(times=[2e-5, 2.02e-5], number=1)}, {"ok": True})
+    steady = bm.CaseResult(
+        case,
+        {
+            "fastgemm": bm.LibResult(times=[1e-5, 1.01e-5], number=1),
+            "numpy": bm.LibResult(times=[2e-5, 2.02e-5], number=1),
+        },
+        {"ok": True},
+    )
     text = report.table([steady], ["fastgemm", "numpy"], {"float32": 100.0}, 1)
     assert "~" not in text
     steady.libs["numpy"].times.append(4e-5)
@@ -204,16 +229,26 @@ def test_unsteady_samples_are_marked():
 
 def _machine(missing, load=0.0):
     info = fastgemm.info()
-    return {"fastgemm": info, "versions": {"fastgemm": "x", "numpy": np.__version__, "python": "3"},
-            "cpu": "cpu", "usable_cpus": 2, "system": "Linux", "threads": 1, "pinning": "threadpoolctl",
-            "peak_gflops_per_core": {"float32": 100.0}, "blas": [], "missing": missing, "env": {},
-            "load_average": load}
+    return {
+        "fastgemm": info,
+        "versions": {"fastgemm": "x", "numpy": np.__version__, "python": "3"},
+        "cpu": "cpu",
+        "usable_cpus": 2,
+        "system": "Linux",
+        "threads": 1,
+        "pinning": "threadpoolctl",
+        "peak_gflops_per_core": {"float32": 100.0},
+        "blas": [],
+        "missing": missing,
+        "env": {},
+        "load_average": load,
+    }
 
 
 def test_missing_competitors_name_the_extra_that_installs_them():
     """The hint said fastgemm[bench] for torch, which is in fastgemm[bench-torch]."""
     text = report.header(_machine(["torch"]), "today")
-    assert 'pip install "fastgemm[bench-torch]" adds it' in text and "fastgemm[bench]\"" not in text
+    assert 'pip install "fastgemm[bench-torch]" adds it' in text and 'fastgemm[bench]"' not in text
     text = report.header(_machine(["blis"]), "today")
     assert 'pip install "fastgemm[bench]" adds it' in text
     text = report.header(_machine(["torch", "blis"]), "today")
@@ -225,8 +260,14 @@ def test_ratio_under_unsteady_samples_or_load_is_flagged():
     case = suite.Case("square", 64, 64, 64, "float32")
 
     def res(np_times):
-        return bm.CaseResult(case, {"fastgemm": bm.LibResult(times=[1e-5, 1.01e-5], number=1),
-                                    "numpy": bm.LibResult(times=np_times, number=1)}, {"ok": True})
+        return bm.CaseResult(
+            case,
+            {
+                "fastgemm": bm.LibResult(times=[1e-5, 1.01e-5], number=1),
+                "numpy": bm.LibResult(times=np_times, number=1),
+            },
+            {"ok": True},
+        )
 
     def ratio_cell(text):
         row = next(ln for ln in text.splitlines() if ln.startswith("64x64x64"))

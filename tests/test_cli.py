@@ -1,6 +1,7 @@
 """`python -m fastgemm bench|info` from the outside: exit codes, one-line errors, no tracebacks.
 
 Every bench run here is a few tiny shapes, so the file takes seconds."""
+
 import json
 import os
 import subprocess
@@ -17,8 +18,9 @@ def run(*args, env_extra=None, pythonpath=None):
     env.update(env_extra or {})
     if pythonpath:
         env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")])
-    return subprocess.run([sys.executable, "-m", "fastgemm", *args], capture_output=True, text=True,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "fastgemm", *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def assert_one_line_error(p, code=2, needle=""):
@@ -98,8 +100,9 @@ def test_list_quick_runs_nothing():
 
 def test_tiny_bench_end_to_end(tmp_path):
     out = tmp_path / "r.json"
-    p = run("bench", "--shapes", "16,8x9x10", "--dtype", "float32", "--threads", "1", "--repeats", "2",
-            "--json", str(out))
+    p = run(
+        "bench", "--shapes", "16,8x9x10", "--dtype", "float32", "--threads", "1", "--repeats", "2", "--json", str(out)
+    )
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr
     assert "FMA peak" in p.stdout and "fg/best" in p.stdout
@@ -111,8 +114,7 @@ def test_tiny_bench_end_to_end(tmp_path):
         assert r["check"]["ok"] is True
         assert len(r["libs"]["fastgemm"]["times_s"]) == 2
         assert len(r["libs"]["numpy"]["times_s"]) == 2
-    p2 = run("bench", "--shapes", "16", "--dtype", "float32", "--threads", "1", "--repeats", "1",
-             "--compare", str(out))
+    p2 = run("bench", "--shapes", "16", "--dtype", "float32", "--threads", "1", "--repeats", "1", "--compare", str(out))
     assert p2.returncode == 0, p2.stderr
     assert "Against" in p2.stdout and "16x16x16" in p2.stdout.split("Against", 1)[1]
 
@@ -122,8 +124,19 @@ def test_without_threadpoolctl_numpy_is_pinned_by_restarting(tmp_path):
     hide.mkdir()
     (hide / "threadpoolctl.py").write_text("raise ImportError('hidden by the test')\n")
     env = {"OPENBLAS_NUM_THREADS": "", "OMP_NUM_THREADS": ""}
-    p = run("bench", "--shapes", "8", "--dtype", "float32", "--threads", "1", "--repeats", "1",
-            pythonpath=hide, env_extra=env)
+    p = run(
+        "bench",
+        "--shapes",
+        "8",
+        "--dtype",
+        "float32",
+        "--threads",
+        "1",
+        "--repeats",
+        "1",
+        pythonpath=hide,
+        env_extra=env,
+    )
     assert p.returncode == 0, p.stderr
     assert "restarting with OPENBLAS_NUM_THREADS" in p.stderr
     assert "OPENBLAS_NUM_THREADS=1" in p.stdout  # the child reports how it was pinned
@@ -143,8 +156,9 @@ def test_output_cut_short_by_the_reader_ends_quietly():
     """`python -m fastgemm info | head -1` ended in a BrokenPipeError traceback."""
     # The reader is gone before the command writes its first line (importing takes far longer
     # than closing a pipe), which is what `head -1` does to all but the first line.
-    proc = subprocess.Popen([sys.executable, "-m", "fastgemm", "info"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fastgemm", "info"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     proc.stdout.close()
     err = proc.stderr.read()
     proc.wait(timeout=120)
@@ -191,12 +205,15 @@ def test_run_directory_with_main_and_program_import_errors(tmp_path):
     assert p.returncode == 1 and "Traceback" in p.stderr and "no_such_module_xyz" in p.stderr
 
 
-@pytest.mark.parametrize("args,needle", [
-    (("--budget", "inf"), "finite"),
-    (("--budget", "nan"), "--budget"),
-    (("--json", ""), "empty"),
-    (("--plot", ""), "empty"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (("--budget", "inf"), "finite"),
+        (("--budget", "nan"), "--budget"),
+        (("--json", ""), "empty"),
+        (("--plot", ""), "empty"),
+    ],
+)
 def test_bench_rejects_before_measuring(args, needle):
     p = run("bench", "--shapes", "64", *args)
     assert_one_line_error(p, needle=needle)
@@ -212,8 +229,13 @@ def test_bench_json_and_plot_that_are_directories(tmp_path):
 
 def test_bench_damaged_compare_record_fails_before_measuring(tmp_path):
     good = {"format": "fastgemm-bench", "results": []}
-    for bad_result in ({"key": 1}, {"key": "k", "threads": "2", "libs": {}}, {"key": "k", "threads": 1},
-                       {"key": "k", "threads": 1, "libs": {"fastgemm": {"gflops": "fast"}}}, "nope"):
+    for bad_result in (
+        {"key": 1},
+        {"key": "k", "threads": "2", "libs": {}},
+        {"key": "k", "threads": 1},
+        {"key": "k", "threads": 1, "libs": {"fastgemm": {"gflops": "fast"}}},
+        "nope",
+    ):
         f = tmp_path / "bad.json"
         f.write_text(json.dumps(dict(good, results=[bad_result])))
         p = run("bench", "--shapes", "64", "--compare", str(f))
@@ -229,9 +251,11 @@ def test_bench_failed_run_leaves_no_empty_json(tmp_path):
     (hide / "sitecustomize.py").write_text(
         "import fastgemm.bench.measure as m\n"
         "def boom(*a, **k):\n    raise RuntimeError('injected failure')\n"
-        "m.fma_peaks = boom\n")
+        "m.fma_peaks = boom\n"
+    )
     env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    p = run("bench", "--shapes", "8", "--threads", "1", "--repeats", "1", "--json", str(out),
-            pythonpath=hide, env_extra=env)
+    p = run(
+        "bench", "--shapes", "8", "--threads", "1", "--repeats", "1", "--json", str(out), pythonpath=hide, env_extra=env
+    )
     assert p.returncode == 1 and "injected failure" in p.stderr, p.stderr
     assert not out.exists()

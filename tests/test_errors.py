@@ -1,4 +1,5 @@
 """Bad input raises a Python exception with a sentence naming what was wrong, and writes nothing."""
+
 import numpy as np
 import pytest
 
@@ -107,8 +108,7 @@ def test_non_real_scalars(dtype, name, value):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_numpy_real_scalars_accepted(dtype):
     c = np.ones((2, 2), dtype)
-    GEMM[np.dtype(dtype)](np.ones((2, 2), dtype), np.ones((2, 2), dtype), c,
-                          alpha=np.float32(0.5), beta=np.int64(2))
+    GEMM[np.dtype(dtype)](np.ones((2, 2), dtype), np.ones((2, 2), dtype), c, alpha=np.float32(0.5), beta=np.int64(2))
     np.testing.assert_array_equal(c, np.full((2, 2), 3.0, dtype))
 
 
@@ -117,16 +117,28 @@ def test_c_not_an_ndarray():
         fastgemm.sgemm(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), [[0.0, 0.0], [0.0, 0.0]])
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Issue 9: argument forms users pass
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("flag,transposed", [
-    (False, False), (True, True), (0, False), (1, True), (np.int64(1), True), (np.bool_(False), False),
-    ("N", False), ("n", False), ("T", True), ("t", True), ("C", True), ("c", True),
-])
+@pytest.mark.parametrize(
+    "flag,transposed",
+    [
+        (False, False),
+        (True, True),
+        (0, False),
+        (1, True),
+        (np.int64(1), True),
+        (np.bool_(False), False),
+        ("N", False),
+        ("n", False),
+        ("T", True),
+        ("t", True),
+        ("C", True),
+        ("c", True),
+    ],
+)
 def test_trans_flags_bool_int_and_blas_characters(dtype, flag, transposed):
     """trans_a="N" used to transpose (a non-empty str is truthy)."""
     rng = np.random.default_rng(3)
@@ -139,11 +151,23 @@ def test_trans_flags_bool_int_and_blas_characters(dtype, flag, transposed):
     np.testing.assert_allclose(got, ref, rtol=1e-5)
 
 
-@pytest.mark.parametrize("flag,error", [
-    ("X", ValueError), ("", ValueError), ("NT", ValueError), ("yes", ValueError),
-    (2, ValueError), (-1, ValueError), (np.int32(2), ValueError),
-    (None, TypeError), (1.0, TypeError), (0.0, TypeError), (b"N", TypeError), ([1], TypeError),
-])
+@pytest.mark.parametrize(
+    "flag,error",
+    [
+        ("X", ValueError),
+        ("", ValueError),
+        ("NT", ValueError),
+        ("yes", ValueError),
+        (2, ValueError),
+        (-1, ValueError),
+        (np.int32(2), ValueError),
+        (None, TypeError),
+        (1.0, TypeError),
+        (0.0, TypeError),
+        (b"N", TypeError),
+        ([1], TypeError),
+    ],
+)
 def test_trans_flags_other_values_are_refused(flag, error):
     a = np.ones((3, 3), np.float32)
     with pytest.raises(error, match="trans_a"):
@@ -151,8 +175,19 @@ def test_trans_flags_other_values_are_refused(flag, error):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("value", [np.array(2.0), np.array(2, np.int64), np.array(2.0, np.float32),
-                                   np.float32(2.0), np.float64(2.0), np.int16(2), 2, 2.0])
+@pytest.mark.parametrize(
+    "value",
+    [
+        np.array(2.0),
+        np.array(2, np.int64),
+        np.array(2.0, np.float32),
+        np.float32(2.0),
+        np.float64(2.0),
+        np.int16(2),
+        2,
+        2.0,
+    ],
+)
 def test_scalars_numpy_and_zero_d_arrays_work_like_floats(dtype, value):
     a = np.arange(6, dtype=dtype).reshape(2, 3)
     b = np.ones((3, 2), dtype)
@@ -192,14 +227,17 @@ def _strided(base, shape, strides_elems):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape,strides", [
-    ((3, 4), (0, 1)),  # zero row stride: every row is the same memory
-    ((3, 4), (1, 0)),
-    ((3, 4), (2, 1)),  # rows of 4 every 2 elements
-    ((4, 3), (1, 2)),  # columns overlap
-    ((3, 4), (6, 4)),  # gcd 2: (2, -3) collides within the shape
-    ((2, 5), (-3, 1)),  # negative stride, rows of 5 every 3
-])
+@pytest.mark.parametrize(
+    "shape,strides",
+    [
+        ((3, 4), (0, 1)),  # zero row stride: every row is the same memory
+        ((3, 4), (1, 0)),
+        ((3, 4), (2, 1)),  # rows of 4 every 2 elements
+        ((4, 3), (1, 2)),  # columns overlap
+        ((3, 4), (6, 4)),  # gcd 2: (2, -3) collides within the shape
+        ((2, 5), (-3, 1)),  # negative stride, rows of 5 every 3
+    ],
+)
 def test_self_overlapping_c_is_refused(dtype, shape, strides):
     base = np.zeros(64, dtype)
     c = _strided(base[20:], shape, strides)
@@ -210,10 +248,20 @@ def test_self_overlapping_c_is_refused(dtype, shape, strides):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape,strides", [
-    ((3, 4), (4, 1)), ((3, 4), (1, 3)), ((1, 4), (0, 1)), ((3, 1), (1, 0)), ((2, 3), (1, 2)),
-    ((3, 4), (6, 4)[::-1]), ((4, 3), (5, 3)), ((2, 2), (-3, 1)), ((0, 4), (0, 0)),
-])
+@pytest.mark.parametrize(
+    "shape,strides",
+    [
+        ((3, 4), (4, 1)),
+        ((3, 4), (1, 3)),
+        ((1, 4), (0, 1)),
+        ((3, 1), (1, 0)),
+        ((2, 3), (1, 2)),
+        ((3, 4), (6, 4)[::-1]),
+        ((4, 3), (5, 3)),
+        ((2, 2), (-3, 1)),
+        ((0, 4), (0, 0)),
+    ],
+)
 def test_c_with_unusual_but_disjoint_strides_is_written(dtype, shape, strides):
     base = np.zeros(64, dtype)
     c = _strided(base[20:], shape, strides)

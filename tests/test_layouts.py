@@ -1,10 +1,20 @@
 """A, B and C with any strides: C/Fortran order, transposed views, steps, negative and zero
 strides, misaligned or odd-byte-strided C, and C overlapping A or B."""
+
 import numpy as np
 import pytest
 
-from gemm_check import (DTYPES, ELEMENT_LAYOUTS, GEMM, LAYOUTS, Placed, assert_matches, op,
-                        random_matrix, reference, tiles)
+from gemm_check import (
+    DTYPES,
+    ELEMENT_LAYOUTS,
+    GEMM,
+    LAYOUTS,
+    Placed,
+    assert_matches,
+    random_matrix,
+    reference,
+    tiles,
+)
 
 
 def shapes_for(kernel, dtype):
@@ -97,6 +107,7 @@ def test_output_strides(kernel, dtype, c_layout, beta):
 
 def _aliasing_cases(rng, dtype, n):
     """(name, a, b, c) where c shares memory with a or b; n x n throughout."""
+
     def sq():
         return random_matrix(rng, (n, n), dtype)
 

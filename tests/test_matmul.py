@@ -1,4 +1,5 @@
 """fastgemm.matmul against numpy.matmul: shapes, dtypes, out=, errors, and the batched core."""
+
 import numpy as np
 import pytest
 
@@ -58,10 +59,19 @@ def test_matches_numpy(sa, sb, dtype):
     _check_close(got, a, b)
 
 
-@pytest.mark.parametrize("da,db", [
-    (np.float32, np.float64), (np.float64, np.float32), (np.int64, np.float32), (np.int8, np.float32),
-    (np.float32, np.bool_), (np.uint16, np.float64), (np.float16, np.float32), (np.int32, np.float64),
-])
+@pytest.mark.parametrize(
+    "da,db",
+    [
+        (np.float32, np.float64),
+        (np.float64, np.float32),
+        (np.int64, np.float32),
+        (np.int8, np.float32),
+        (np.float32, np.bool_),
+        (np.uint16, np.float64),
+        (np.float16, np.float32),
+        (np.int32, np.float64),
+    ],
+)
 def test_promotion_like_numpy(da, db):
     a = (RNG.uniform(-4, 4, size=(6, 5)) > 0) if da is np.bool_ else RNG.uniform(0, 4, size=(6, 5)).astype(da)
     b = (RNG.uniform(-4, 4, size=(5, 4)) > 0) if db is np.bool_ else RNG.uniform(0, 4, size=(5, 4)).astype(db)
@@ -71,16 +81,19 @@ def test_promotion_like_numpy(da, db):
     _check_close(got, a.astype(got.dtype), b.astype(got.dtype))
 
 
-@pytest.mark.parametrize("make", [
-    lambda: (RNG.integers(-9, 9, (4, 3)), RNG.integers(-9, 9, (3, 2))),
-    lambda: (RNG.integers(0, 2, (4, 3)).astype(bool), RNG.integers(0, 2, (3, 2)).astype(bool)),
-    lambda: (_rand((4, 3), np.float16), _rand((3, 2), np.float16)),
-    lambda: (_rand((4, 3), np.longdouble), _rand((3, 2), np.float64)),
-    lambda: (_rand((4, 3), np.float64) + 1j, _rand((3, 2), np.float32)),
-    lambda: (_rand((4, 3), np.float64).astype(object), _rand((3, 2), np.float64)),
-    lambda: ([[1, 2], [3, 4]], [[5], [6]]),
-    lambda: ([[1.5, 2], [3, 4]], [5.0, 6]),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (RNG.integers(-9, 9, (4, 3)), RNG.integers(-9, 9, (3, 2))),
+        lambda: (RNG.integers(0, 2, (4, 3)).astype(bool), RNG.integers(0, 2, (3, 2)).astype(bool)),
+        lambda: (_rand((4, 3), np.float16), _rand((3, 2), np.float16)),
+        lambda: (_rand((4, 3), np.longdouble), _rand((3, 2), np.float64)),
+        lambda: (_rand((4, 3), np.float64) + 1j, _rand((3, 2), np.float32)),
+        lambda: (_rand((4, 3), np.float64).astype(object), _rand((3, 2), np.float64)),
+        lambda: ([[1, 2], [3, 4]], [[5], [6]]),
+        lambda: ([[1.5, 2], [3, 4]], [5.0, 6]),
+    ],
+)
 def test_other_dtypes_are_numpys_answer(make):
     a, b = make()
     got, want = fastgemm.matmul(a, b), np.matmul(a, b)
@@ -113,8 +126,11 @@ BAD = [
     ("out shape", lambda: (_rand((2, 3), np.float64), _rand((3, 2), np.float64)), {"out": np.empty((2, 3))}),
     ("out int", lambda: (_rand((2, 3), np.float64), _rand((3, 2), np.float64)), {"out": np.empty((2, 2), int)}),
     ("out list", lambda: (_rand((2, 3), np.float64), _rand((3, 2), np.float64)), {"out": [[0, 0], [0, 0]]}),
-    ("out read-only", lambda: (_rand((2, 3), np.float32), _rand((3, 2), np.float32)),
-     {"out": np.broadcast_to(np.zeros(2, np.float32), (2, 2))}),
+    (
+        "out read-only",
+        lambda: (_rand((2, 3), np.float32), _rand((3, 2), np.float32)),
+        {"out": np.broadcast_to(np.zeros(2, np.float32), (2, 2))},
+    ),
     ("strings", lambda: (np.array([["a"]]), np.array([["b"]])), {}),
     ("datetimes", lambda: (np.zeros((2, 2), "M8[s]"), np.zeros((2, 2), "M8[s]")), {}),
 ]
@@ -243,8 +259,8 @@ def _operands(draw):
     n, k, m = draw(_dims), draw(_dims), draw(_dims)
     batch = draw(st.lists(st.integers(1, 3), max_size=2))
     # Each operand keeps a random suffix of the batch, with random axes set to 1 (broadcast).
-    ba = [d if draw(st.booleans()) else 1 for d in batch[draw(st.integers(0, len(batch))):]]
-    bb = [d if draw(st.booleans()) else 1 for d in batch[draw(st.integers(0, len(batch))):]]
+    ba = [d if draw(st.booleans()) else 1 for d in batch[draw(st.integers(0, len(batch))) :]]
+    bb = [d if draw(st.booleans()) else 1 for d in batch[draw(st.integers(0, len(batch))) :]]
     sa = (k,) if draw(st.integers(0, 4)) == 0 else (*ba, n, k)
     sb = (k,) if draw(st.integers(0, 4)) == 0 else (*bb, k, m)
     if draw(st.integers(0, 6)) == 0:  # sometimes a mismatch NumPy must reject
@@ -359,8 +375,9 @@ def test_keywords_that_change_nothing_stay_native(monkeypatch):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape,strides", [((3, 4), (1, 1)), ((3, 4), (0, 1)), ((2, 3, 4), (4, 2, 1)),
-                                           ((4, 3), (1, 2))])
+@pytest.mark.parametrize(
+    "shape,strides", [((3, 4), (1, 1)), ((3, 4), (0, 1)), ((2, 3, 4), (4, 2, 1)), ((4, 3), (1, 2))]
+)
 def test_out_whose_elements_alias_gets_numpys_result(dtype, shape, strides):
     a = _rand(shape[:-1] + (5,), dtype)
     b = _rand((5, shape[-1]), dtype)

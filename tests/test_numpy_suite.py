@@ -1,4 +1,5 @@
 """NumPy's own matmul tests pass with numpy.matmul on fastgemm (tests/numpy_suite/run.py)."""
+
 import importlib.util
 import os
 import re
@@ -27,8 +28,14 @@ def test_numpys_matmul_tests_pass_with_the_switch_on(module, expr):
         found = False
     if not found:
         pytest.skip(f"this NumPy has no {module}")
-    proc = subprocess.run(suite.command(module, expr), env=suite.env(), cwd=os.path.join(HERE, "numpy_suite"),
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        suite.command(module, expr),
+        env=suite.env(),
+        cwd=os.path.join(HERE, "numpy_suite"),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = proc.stdout + proc.stderr
     counts = _counts(out.strip().splitlines()[-1] if out.strip() else "")
     used = re.search(r"matmul loop calls: fastgemm (\d+), handed to NumPy's loop (\d+)", out)

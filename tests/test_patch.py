@@ -1,4 +1,5 @@
 """The switch: numpy.matmul, `@`, `@=` and np.linalg.matmul on fastgemm, and back to NumPy."""
+
 import os
 import subprocess
 import sys
@@ -142,10 +143,21 @@ def test_layouts(dtype, la, lb, every_product):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("sa,sb", [
-    ((7,), (7,)), ((7,), (7, 4)), ((5, 7), (7,)), ((2, 1, 5, 7), (3, 7, 6)), ((3, 5, 7), (7,)),
-    ((0, 7), (7, 3)), ((2, 0, 7), (7, 3)), ((5, 0), (0, 3)), ((3, 5, 0), (0,)), ((0,), (0,)),
-])
+@pytest.mark.parametrize(
+    "sa,sb",
+    [
+        ((7,), (7,)),
+        ((7,), (7, 4)),
+        ((5, 7), (7,)),
+        ((2, 1, 5, 7), (3, 7, 6)),
+        ((3, 5, 7), (7,)),
+        ((0, 7), (7, 3)),
+        ((2, 0, 7), (7, 3)),
+        ((5, 0), (0, 3)),
+        ((3, 5, 0), (0,)),
+        ((0,), (0,)),
+    ],
+)
 def test_shapes(dtype, sa, sb, every_product):
     a, b = _rand(sa, dtype), _rand(sb, dtype)
     want = np.matmul(a, b)
@@ -207,9 +219,8 @@ def test_context_keeps_an_explicit_switch_on():
 
 
 def test_context_restores_on_exception():
-    with pytest.raises(RuntimeError):
-        with fastgemm.patched():
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), fastgemm.patched():
+        raise RuntimeError("boom")
     assert not fastgemm.is_patched()
 
 
@@ -277,7 +288,8 @@ def test_fork_while_another_thread_holds_the_switch_lock():
 
 def test_run_subcommand(tmp_path):
     script = tmp_path / "prog.py"
-    script.write_text(textwrap.dedent("""
+    script.write_text(
+        textwrap.dedent("""
         import sys
         import numpy as np
         import fastgemm
@@ -285,30 +297,47 @@ def test_run_subcommand(tmp_path):
         assert ((a @ a) == 50).all()
         print("patched", fastgemm.is_patched(), "argv", sys.argv[1:], "name", __name__)
         sys.exit(int(sys.argv[-1]))
-    """))
-    proc = subprocess.run([sys.executable, "-m", "fastgemm", "run", "--", str(script), "--flag", "x", "3"],
-                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    """)
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastgemm", "run", "--", str(script), "--flag", "x", "3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 3, proc.stderr
     assert "patched True argv ['--flag', 'x', '3'] name __main__" in proc.stdout
 
 
 def test_run_subcommand_errors(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "fastgemm", "run", str(tmp_path / "missing.py")],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastgemm", "run", str(tmp_path / "missing.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "no such file" in proc.stderr
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
     (tmp_path / "modprog.py").write_text("import fastgemm\nprint('on', fastgemm.is_patched())\n")
-    proc = subprocess.run([sys.executable, "-m", "fastgemm", "run", "-m", "modprog"],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastgemm", "run", "-m", "modprog"], capture_output=True, text=True, timeout=120, env=env
+    )
     assert proc.returncode == 0 and "on True" in proc.stdout, proc.stderr
 
 
 from hypothesis import given, strategies as st  # noqa: E402
 
 
-@given(n=st.integers(0, 9), k=st.integers(0, 9), m=st.integers(0, 9), batch=st.integers(0, 4),
-       vec=st.sampled_from(["none", "left", "right", "both"]), dt=st.sampled_from([np.float32, np.float64]),
-       order=st.sampled_from(["C", "F", "T"]))
+@given(
+    n=st.integers(0, 9),
+    k=st.integers(0, 9),
+    m=st.integers(0, 9),
+    batch=st.integers(0, 4),
+    vec=st.sampled_from(["none", "left", "right", "both"]),
+    dt=st.sampled_from([np.float32, np.float64]),
+    order=st.sampled_from(["C", "F", "T"]),
+)
 def test_property_patched_matches_numpy(n, k, m, batch, vec, dt, order):
     a = _rand((k,) if vec in ("left", "both") else (batch, n, k), dt)
     b = _rand((k,) if vec in ("right", "both") else (k, m), dt)

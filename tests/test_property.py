@@ -1,4 +1,5 @@
 """Random shapes, layouts, transposes and scalars against the wide reference."""
+
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
@@ -6,8 +7,7 @@ from hypothesis import given, strategies as st
 from gemm_check import DTYPES, ELEMENT_LAYOUTS, GEMM, LAYOUTS, Placed, assert_matches, reference
 
 dims = st.integers(0, 40)
-scalars = st.one_of(st.sampled_from([0.0, 1.0, -1.0, 0.5]),
-                    st.floats(-4, 4, allow_nan=False, allow_infinity=False))
+scalars = st.one_of(st.sampled_from([0.0, 1.0, -1.0, 0.5]), st.floats(-4, 4, allow_nan=False, allow_infinity=False))
 
 
 @st.composite
@@ -20,11 +20,16 @@ def problems(draw, dtype):
     b = rng.uniform(-1, 1, size=(n, k) if trans_b else (k, n)).astype(dtype)
     c0 = rng.uniform(-1, 1, size=(m, n)).astype(dtype)
     return dict(
-        a=a, b=b, c0=c0, trans_a=trans_a, trans_b=trans_b,
+        a=a,
+        b=b,
+        c0=c0,
+        trans_a=trans_a,
+        trans_b=trans_b,
         a_layout=draw(st.sampled_from(ELEMENT_LAYOUTS)),
         b_layout=draw(st.sampled_from(ELEMENT_LAYOUTS)),
         c_layout=draw(st.sampled_from(sorted(LAYOUTS))),
-        alpha=draw(scalars), beta=draw(scalars),
+        alpha=draw(scalars),
+        beta=draw(scalars),
     )
 
 
@@ -33,8 +38,9 @@ def test_matches_reference(kernel, dtype):
     @given(problems(dtype))
     def check(p):
         a, b, c = Placed(p["a"], p["a_layout"]), Placed(p["b"], p["b_layout"]), Placed(p["c0"], p["c_layout"])
-        out = GEMM[np.dtype(dtype)](a.arr, b.arr, c.arr, alpha=p["alpha"], beta=p["beta"],
-                                    trans_a=p["trans_a"], trans_b=p["trans_b"])
+        out = GEMM[np.dtype(dtype)](
+            a.arr, b.arr, c.arr, alpha=p["alpha"], beta=p["beta"], trans_a=p["trans_a"], trans_b=p["trans_b"]
+        )
         assert out is c.arr
         ref, bound = reference(p["a"], p["b"], p["c0"], p["alpha"], p["beta"], p["trans_a"], p["trans_b"])
         assert_matches(c.arr, ref, bound, kernel)

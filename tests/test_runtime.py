@@ -1,23 +1,23 @@
 """Kernel selection (set_kernel, FASTGEMM_KERNEL at import), info(), and the block-size
 overrides, which are read by the core so they are tested in a fresh interpreter."""
+
 import os
 import subprocess
 import sys
 import textwrap
 
-import numpy as np
 import pytest
 
 import fastgemm
-from gemm_check import GEMM, random_matrix, reference, assert_matches
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def run_python(code, **env):
     full = dict(os.environ, PYTHONPATH=HERE, **env)
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full, cwd=HERE,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=full, cwd=HERE, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_available_kernels():
@@ -77,12 +77,15 @@ def test_default_kernel_is_the_best():
 
 @pytest.mark.parametrize("name", fastgemm.available_kernels())
 def test_env_kernel_honoured_at_import(name):
-    r = run_python("""
+    r = run_python(
+        """
         import numpy as np, fastgemm
         print(fastgemm.get_kernel(), fastgemm.info()["kernel"])
         a = np.arange(12, dtype=np.float32).reshape(3, 4)
         assert (fastgemm.sgemm(a, a.T) == a @ a.T).all()
-        """, FASTGEMM_KERNEL=name)
+        """,
+        FASTGEMM_KERNEL=name,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == [name, name]
 
@@ -91,7 +94,8 @@ def test_env_kernel_honoured_at_import(name):
 def test_env_kernel_bad_value_warns_and_falls_back(value):
     """A bad FASTGEMM_KERNEL must not make `import fastgemm` fail (it may come from a
     shell profile or a launcher): one RuntimeWarning, then the best kernel, as for threads."""
-    r = run_python("""
+    r = run_python(
+        """
         import warnings
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
@@ -104,7 +108,9 @@ def test_env_kernel_bad_value_warns_and_falls_back(value):
             fastgemm.set_kernel("bogus")
         except ValueError:
             print("set_kernel raises")
-        """, FASTGEMM_KERNEL=value)
+        """,
+        FASTGEMM_KERNEL=value,
+    )
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "True"
@@ -114,7 +120,8 @@ def test_env_kernel_bad_value_warns_and_falls_back(value):
 
 def test_rejected_block_sizes_warn_once_each():
     """The core ignores bad FASTGEMM_KC/MC/NC values; the import says so, one warning each."""
-    r = run_python("""
+    r = run_python(
+        """
         import warnings
         with warnings.catch_warnings(record=True) as w:
             warnings.simplefilter("always")
@@ -124,7 +131,11 @@ def test_rejected_block_sizes_warn_once_each():
         for x in w:
             if issubclass(x.category, RuntimeWarning):
                 print(x.message)
-        """, FASTGEMM_KC="99999999999999999999", FASTGEMM_NC="banana", FASTGEMM_KERNEL="")
+        """,
+        FASTGEMM_KC="99999999999999999999",
+        FASTGEMM_NC="banana",
+        FASTGEMM_KERNEL="",
+    )
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     if lines[0] != "True":
@@ -138,7 +149,8 @@ def test_rejected_block_sizes_warn_once_each():
 
 def test_tiny_blocks_from_environment():
     """FASTGEMM_MC/KC/NC force many blocks in every loop (MC and NC round up to one tile)."""
-    r = run_python("""
+    r = run_python(
+        """
         import numpy as np, fastgemm
         from gemm_check import DTYPES, GEMM, Placed, assert_matches, random_matrix, reference, tiles
         rng = np.random.default_rng(0)
@@ -162,6 +174,11 @@ def test_tiny_blocks_from_environment():
                     assert_matches(c.arr, ref, bound, f"{name} {(m, n, k)} {layout}")
                     assert c.untouched_outside()
         print("ok")
-        """, FASTGEMM_KC="5", FASTGEMM_MC="1", FASTGEMM_NC="1", FASTGEMM_KERNEL="")
+        """,
+        FASTGEMM_KC="5",
+        FASTGEMM_MC="1",
+        FASTGEMM_NC="1",
+        FASTGEMM_KERNEL="",
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "ok"

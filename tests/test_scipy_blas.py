@@ -1,4 +1,5 @@
 """fastgemm.blas.sgemm / dgemm: SciPy's signature and return conventions, compared with SciPy."""
+
 import warnings
 
 import numpy as np
@@ -98,17 +99,20 @@ def test_input_overlapping_c_in_place():
     assert _close(x, 1.0, x0, x0, 1.0, x0)
 
 
-@pytest.mark.parametrize("call,exc", [
-    (lambda: blas.sgemm(1.0, np.ones((2, 3)), np.ones((2, 3))), ValueError),
-    (lambda: blas.sgemm(1.0, np.ones((2, 3)), np.ones((3, 2)), c=np.ones((3, 3))), ValueError),
-    (lambda: blas.sgemm(1.0, np.ones((2, 3)), np.ones((3, 2)), trans_a=3), ValueError),
-    (lambda: blas.sgemm(1.0, np.ones((2, 3)), np.ones((3, 2)), trans_b=-1), ValueError),
-    (lambda: blas.sgemm(1.0, np.ones((2, 3)), np.ones((3, 2)), trans_a="T"), ValueError),
-    (lambda: blas.sgemm("x", np.ones((2, 3)), np.ones((3, 2))), ValueError),
-    (lambda: blas.sgemm(None, np.ones((2, 3)), np.ones((3, 2))), TypeError),
-    (lambda: blas.dgemm(1.0, np.ones((2, 2, 3)), np.ones((3, 2))), ValueError),
-    (lambda: blas.dgemm(1.0, np.ones((2, 3)), np.ones((3, 2)), foo=1), TypeError),
-])
+@pytest.mark.parametrize(
+    "call,exc",
+    [
+        (lambda: blas.sgemm(1.0, np.ones((2, 3)), np.ones((2, 3))), ValueError),
+        (lambda: blas.sgemm(1.0, np.ones((2, 3)), np.ones((3, 2)), c=np.ones((3, 3))), ValueError),
+        (lambda: blas.sgemm(1.0, np.ones((2, 3)), np.ones((3, 2)), trans_a=3), ValueError),
+        (lambda: blas.sgemm(1.0, np.ones((2, 3)), np.ones((3, 2)), trans_b=-1), ValueError),
+        (lambda: blas.sgemm(1.0, np.ones((2, 3)), np.ones((3, 2)), trans_a="T"), ValueError),
+        (lambda: blas.sgemm("x", np.ones((2, 3)), np.ones((3, 2))), ValueError),
+        (lambda: blas.sgemm(None, np.ones((2, 3)), np.ones((3, 2))), TypeError),
+        (lambda: blas.dgemm(1.0, np.ones((2, 2, 3)), np.ones((3, 2))), ValueError),
+        (lambda: blas.dgemm(1.0, np.ones((2, 3)), np.ones((3, 2)), foo=1), TypeError),
+    ],
+)
 def test_errors(call, exc):
     with pytest.raises(exc):
         call()

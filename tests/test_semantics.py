@@ -1,5 +1,6 @@
 """BLAS corner semantics: alpha/beta special values, when C or A/B must not be read, and
 NaN/Inf in A or B reaching exactly the entries of C they feed."""
+
 import math
 
 import numpy as np

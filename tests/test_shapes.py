@@ -1,5 +1,6 @@
 """Edge shapes around every blocking boundary, for each kernel and both precisions, with C
 placed inside a sentinel-filled buffer so any write past its edges is caught."""
+
 import numpy as np
 import pytest
 
@@ -9,19 +10,37 @@ from gemm_check import DTYPES, GEMM, Placed, assert_matches, random_matrix, refe
 def edge_shapes(kernel, dtype):
     mr, nr, mc, kc, nc = tiles(kernel, dtype)
     shapes = {
-        (0, 0, 0), (0, 5, 3), (5, 0, 3), (5, 3, 0), (0, 0, 4),
-        (1, 1, 1), (1, 1, 9), (1, 7, 1), (7, 1, 1), (2, 3, 1),
+        (0, 0, 0),
+        (0, 5, 3),
+        (5, 0, 3),
+        (5, 3, 0),
+        (0, 0, 4),
+        (1, 1, 1),
+        (1, 1, 9),
+        (1, 7, 1),
+        (7, 1, 1),
+        (2, 3, 1),
         # primes, so no tile or block divides anything
-        (13, 17, 19), (31, 37, 41), (97, 101, 103),
+        (13, 17, 19),
+        (31, 37, 41),
+        (97, 101, 103),
         # tall-skinny, short-wide, long inner dimension
-        (1009, 1, 3), (2003, 2, 5), (1, 3001, 7), (3, 1013, 2), (3, 2, 2999),
+        (1009, 1, 3),
+        (2003, 2, 5),
+        (1, 3001, 7),
+        (3, 1013, 2),
+        (3, 2, 2999),
     }
     for d in (-1, 0, 1):
         shapes |= {
-            (mr + d, nr + 1, 7), (2 * mr + d, 2 * nr - 1, 3),
-            (mr + 1, nr + d, 5), (mr - 1, 2 * nr + d, 4),
-            (mr + 1, nr - 1, kc + d), (3, 5, 2 * kc + d),
-            (mc + d, 3, 4), (mc + d, nr + 1, kc + 1),
+            (mr + d, nr + 1, 7),
+            (2 * mr + d, 2 * nr - 1, 3),
+            (mr + 1, nr + d, 5),
+            (mr - 1, 2 * nr + d, 4),
+            (mr + 1, nr - 1, kc + d),
+            (3, 5, 2 * kc + d),
+            (mc + d, 3, 4),
+            (mc + d, nr + 1, kc + 1),
             (2, nc + d, 3),
         }
     return sorted(s for s in shapes if min(s) >= 0)

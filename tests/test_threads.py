@@ -1,10 +1,10 @@
 """Threads: results independent of the thread count, safe concurrent calls and fork, the
 controls (set/get, environment defaults, threadpoolctl)."""
+
 import os
 import subprocess
 import sys
 import textwrap
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -43,7 +43,10 @@ def run_python(code, env=None, timeout=120):
     full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [tests_dir, full_env.get("PYTHONPATH")]))
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        env=full_env, capture_output=True, text=True, timeout=timeout,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -209,11 +212,20 @@ def test_set_get_and_info():
     assert fastgemm.info()["openmp"] in ("libgomp", "libomp", "openmp", "none")
 
 
-@pytest.mark.parametrize("bad,error", [
-    (0, ValueError), (-2, ValueError), (2**40, ValueError),
-    (1.5, TypeError), (2.0, TypeError), ("2", TypeError), (None, TypeError),
-    (True, TypeError), (np.bool_(True), TypeError),
-])
+@pytest.mark.parametrize(
+    "bad,error",
+    [
+        (0, ValueError),
+        (-2, ValueError),
+        (2**40, ValueError),
+        (1.5, TypeError),
+        (2.0, TypeError),
+        ("2", TypeError),
+        (None, TypeError),
+        (True, TypeError),
+        (np.bool_(True), TypeError),
+    ],
+)
 def test_bad_thread_counts_are_rejected(bad, error):
     fastgemm.set_num_threads(2)
     with pytest.raises(error, match="set_num_threads"):
@@ -232,17 +244,20 @@ _DEFAULT_CODE = """
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
-@pytest.mark.parametrize("env,threads,warned", [
-    ({}, 1, False),  # the affinity mask, not the machine's CPU count
-    ({"OMP_NUM_THREADS": "5"}, 5, False),
-    ({"OMP_NUM_THREADS": "4,2"}, 4, False),
-    ({"FASTGEMM_NUM_THREADS": "3", "OMP_NUM_THREADS": "5"}, 3, False),
-    ({"FASTGEMM_NUM_THREADS": " 6 "}, 6, False),
-    ({"FASTGEMM_NUM_THREADS": "0", "OMP_NUM_THREADS": "5"}, 5, True),
-    ({"FASTGEMM_NUM_THREADS": "two"}, 1, True),
-    ({"FASTGEMM_NUM_THREADS": "-3"}, 1, True),
-    ({"FASTGEMM_NUM_THREADS": "2.5"}, 1, True),
-])
+@pytest.mark.parametrize(
+    "env,threads,warned",
+    [
+        ({}, 1, False),  # the affinity mask, not the machine's CPU count
+        ({"OMP_NUM_THREADS": "5"}, 5, False),
+        ({"OMP_NUM_THREADS": "4,2"}, 4, False),
+        ({"FASTGEMM_NUM_THREADS": "3", "OMP_NUM_THREADS": "5"}, 3, False),
+        ({"FASTGEMM_NUM_THREADS": " 6 "}, 6, False),
+        ({"FASTGEMM_NUM_THREADS": "0", "OMP_NUM_THREADS": "5"}, 5, True),
+        ({"FASTGEMM_NUM_THREADS": "two"}, 1, True),
+        ({"FASTGEMM_NUM_THREADS": "-3"}, 1, True),
+        ({"FASTGEMM_NUM_THREADS": "2.5"}, 1, True),
+    ],
+)
 def test_default_thread_count_from_environment(env, threads, warned):
     r = run_python(_DEFAULT_CODE, env=env)
     assert r.returncode == 0, r.stderr
@@ -279,7 +294,9 @@ def test_threadpoolctl_limits_and_restores(how):
         "int": lambda: threadpoolctl.threadpool_limits(1),
         "dict": lambda: threadpoolctl.threadpool_limits({"fastgemm": 1}),
         "user_api": lambda: threadpoolctl.threadpool_limits(1, user_api="blas"),
-        "info_list": lambda: threadpoolctl.threadpool_limits([dict(e, num_threads=1) for e in _fastgemm_entries(threadpoolctl)]),
+        "info_list": lambda: threadpoolctl.threadpool_limits(
+            [dict(e, num_threads=1) for e in _fastgemm_entries(threadpoolctl)]
+        ),
     }[how]
     a = np.ones((300, 300), np.float32)
     with limits():

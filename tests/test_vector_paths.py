@@ -1,6 +1,7 @@
 """Products with one row or one column of C (matrix-vector) and with few rows (B read in
 place, skinny tiles): the paths gemm takes instead of packing, in every orientation their
 conditions distinguish, checked against the reference and for writes outside C."""
+
 import numpy as np
 import pytest
 
@@ -8,15 +9,43 @@ import fastgemm
 from gemm_check import DTYPES, GEMM, Placed, assert_matches, random_matrix, reference
 
 # (m, n, k): one-row, one-column, vectors longer than one partial-sum chunk, primes.
-VECTOR_SHAPES = [(1, 1, 1), (1, 37, 5), (1, 1000, 333), (37, 1, 5), (1000, 1, 333),
-                 (1, 8193, 3), (5000, 1, 7), (1, 5003, 17), (4099, 1, 17)]
+VECTOR_SHAPES = [
+    (1, 1, 1),
+    (1, 37, 5),
+    (1, 1000, 333),
+    (37, 1, 5),
+    (1000, 1, 333),
+    (1, 8193, 3),
+    (5000, 1, 7),
+    (1, 5003, 17),
+    (4099, 1, 17),
+]
 # Few rows with B wide enough to be read in place, around the skinny/main and in-place limits.
 # Products small enough to skip packing: row counts around the 4-row groups, widths around
 # 1..4 vectors (4, 8 and 16 lanes), and sizes at the work limit.
-SMALL_SHAPES = [(1, 2, 1), (2, 3, 5), (3, 8, 8), (4, 9, 16), (5, 16, 3), (7, 17, 31), (8, 33, 8),
-                (13, 47, 29), (31, 64, 16), (64, 64, 64), (63, 65, 64), (40, 31, 200)]
-FEW_ROW_SHAPES = [(2, 700, 33), (15, 515, 64), (16, 520, 9), (17, 600, 31), (129, 530, 20),
-                  (256, 513, 7), (257, 520, 5)]
+SMALL_SHAPES = [
+    (1, 2, 1),
+    (2, 3, 5),
+    (3, 8, 8),
+    (4, 9, 16),
+    (5, 16, 3),
+    (7, 17, 31),
+    (8, 33, 8),
+    (13, 47, 29),
+    (31, 64, 16),
+    (64, 64, 64),
+    (63, 65, 64),
+    (40, 31, 200),
+]
+FEW_ROW_SHAPES = [
+    (2, 700, 33),
+    (15, 515, 64),
+    (16, 520, 9),
+    (17, 600, 31),
+    (129, 530, 20),
+    (256, 513, 7),
+    (257, 520, 5),
+]
 
 
 def _check(kernel, dtype, shape, trans_a, trans_b, beta, b_offset=0):
@@ -26,7 +55,7 @@ def _check(kernel, dtype, shape, trans_a, trans_b, beta, b_offset=0):
     b_vals = random_matrix(rng, (n, k) if trans_b else (k, n), dtype)
     # b inside a larger buffer at an element offset: B's first 64-byte boundary moves.
     big = np.zeros((b_vals.shape[0], b_vals.shape[1] + 16), dtype)
-    b = big[:, b_offset:b_offset + b_vals.shape[1]]
+    b = big[:, b_offset : b_offset + b_vals.shape[1]]
     b[...] = b_vals
     c0 = random_matrix(rng, (m, n), dtype)
     placed = Placed(c0)

@@ -1,9 +1,9 @@
 """fastgemm: fast matrix multiplication for NumPy arrays.
 
-    import fastgemm as fg
-    c = fg.sgemm(a, b)                        # float32 C = A @ B
-    fg.sgemm(a, b, c, alpha=0.5, beta=1.0)    # BLAS semantics, C updated in place
-    fg.info()                                 # kernel, tile, block sizes, caches, threads
+import fastgemm as fg
+c = fg.sgemm(a, b)                        # float32 C = A @ B
+fg.sgemm(a, b, c, alpha=0.5, beta=1.0)    # BLAS semantics, C updated in place
+fg.info()                                 # kernel, tile, block sizes, caches, threads
 """
 
 from . import _threadpool, blas

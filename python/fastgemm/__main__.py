@@ -1,4 +1,5 @@
 """python -m fastgemm bench | info | run"""
+
 import sys
 
 from ._cli import main

@@ -36,8 +36,12 @@ def build_parser() -> argparse.ArgumentParser:
         description=bench_cli.DESCRIPTION,
     )
     bench_cli.add_arguments(b)
-    i = sub.add_parser("info", prog="python -m fastgemm info", help="what fastgemm runs on this machine",
-                       description="Print fastgemm.info(): kernel, tile, block sizes, caches, CPU features, threads.")
+    i = sub.add_parser(
+        "info",
+        prog="python -m fastgemm info",
+        help="what fastgemm runs on this machine",
+        description="Print fastgemm.info(): kernel, tile, block sizes, caches, CPU features, threads.",
+    )
     i.add_argument("--peak", action="store_true", help="also measure each kernel's FMA peak (about a second)")
     sub.add_parser("run", help="run a script with numpy.matmul on fastgemm: run [--] script.py args...")
     return p
@@ -81,8 +85,25 @@ def info(args: argparse.Namespace) -> int:
         ("OpenMP", i["openmp"]),
         ("numpy", np.__version__),
     ]
-    for key in sorted(set(i) - {"version", "kernel", "isa", "mr", "nr", "mc", "kc", "nc", "float64", "caches",
-                                "cpu_features", "kernels", "threads", "openmp"}):
+    for key in sorted(
+        set(i)
+        - {
+            "version",
+            "kernel",
+            "isa",
+            "mr",
+            "nr",
+            "mc",
+            "kc",
+            "nc",
+            "float64",
+            "caches",
+            "cpu_features",
+            "kernels",
+            "threads",
+            "openmp",
+        }
+    ):
         rows.append((key, str(i[key])))
     if args.peak:
         for name in i["kernels"]:
@@ -108,7 +129,7 @@ def _command(argv: list[str]) -> int:
     prog = f"python -m fastgemm {args.command or ''}".rstrip()
     try:
         if args.command == "bench":
-            return bench_cli.run(args, argv[argv.index("bench") + 1:])
+            return bench_cli.run(args, argv[argv.index("bench") + 1 :])
         if args.command == "info":
             return info(args)
         parser.print_help(sys.stderr)

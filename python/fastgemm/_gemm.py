@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 import operator
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -22,9 +22,9 @@ _F64 = np.dtype(np.float64)
 _NATIVE: dict[np.dtype[Any], Callable[..., None]] = {_F32: _core.sgemm, _F64: _core.dgemm}
 
 #: What ``trans_a`` / ``trans_b`` accept: a bool, 0 or 1, or a BLAS character.
-Trans = Union[bool, int, str, np.bool_, np.integer[Any]]
+Trans = bool | int | str | np.bool_ | np.integer[Any]
 #: What ``alpha`` / ``beta`` accept: a real number, NumPy scalar or 0-d real array.
-Scalar = Union[float, int, np.floating[Any], np.integer[Any], npt.NDArray[Any]]
+Scalar = float | int | np.floating[Any] | np.integer[Any] | npt.NDArray[Any]
 
 _TRANS_CHARS = {"N": False, "T": True, "C": True}  # C (conjugate) is T for real data
 
@@ -68,9 +68,7 @@ def _trans(x: Any, name: str, fn: str) -> bool:
     try:
         v = operator.index(x)
     except TypeError:
-        raise TypeError(
-            f"{fn}: {name} must be a bool, 0, 1 or one of 'N', 'T', 'C', got {type(x).__name__}"
-        ) from None
+        raise TypeError(f"{fn}: {name} must be a bool, 0, 1 or one of 'N', 'T', 'C', got {type(x).__name__}") from None
     if v not in (0, 1):
         raise ValueError(f"{fn}: {name} must be 0 or 1 (or a bool, or 'N', 'T', 'C'), got {v}")
     return bool(v)
@@ -96,8 +94,7 @@ def _gemm(
     (m, k), (kb, n) = opa.shape, opb.shape
     if k != kb:
         raise ValueError(
-            f"{fn}: op(a) has shape {opa.shape} and op(b) has shape {opb.shape}; "
-            f"inner dimensions {k} and {kb} differ"
+            f"{fn}: op(a) has shape {opa.shape} and op(b) has shape {opb.shape}; inner dimensions {k} and {kb} differ"
         )
     if c is None:
         if beta != 0.0:
@@ -108,18 +105,13 @@ def _gemm(
             raise TypeError(f"{fn}: c must be a numpy.ndarray, got {type(c).__name__}")
         _as_matrix(c, "c", dtype, fn)
         if c.shape != (m, n):
-            raise ValueError(
-                f"{fn}: c has shape {c.shape}, but op(a) {opa.shape} @ op(b) {opb.shape} "
-                f"gives {(m, n)}"
-            )
+            raise ValueError(f"{fn}: c has shape {c.shape}, but op(a) {opa.shape} @ op(b) {opb.shape} gives {(m, n)}")
         if not c.flags.writeable:
             raise ValueError(f"{fn}: c is read-only")
         # Two elements of C at one address would be written by whichever thread came last
         # (BLAS refuses such a C too: ldc < m).
         if self_overlaps(c):
-            raise ValueError(
-                f"{fn}: c has elements that share memory (shape {c.shape}, strides {c.strides})"
-            )
+            raise ValueError(f"{fn}: c has elements that share memory (shape {c.shape}, strides {c.strides})")
         # The core reads A and B while writing C: an input that shares memory with C is
         # copied first, so the result is what separate arrays would give.
         if np.may_share_memory(c, opa):
@@ -201,7 +193,7 @@ def gemm(
     dt = a.dtype if isinstance(a, np.ndarray) else np.asarray(a).dtype
     dt = dt.newbyteorder("=")  # a byte-swapped float32 gets sgemm's byte-order message
     if dt == np.float32:
-        return sgemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)  # type: ignore[arg-type]
+        return sgemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)
     if dt == np.float64:
         return dgemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)  # type: ignore[arg-type]
     raise TypeError(f"gemm: a must have dtype float32 or float64, got {dt}")

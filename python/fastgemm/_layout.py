@@ -18,10 +18,7 @@ def native_ok(x: np.ndarray) -> bool:
     if not x.flags.aligned:
         return False
     size = x.itemsize
-    for s in x.strides:
-        if s % size:
-            return False
-    return True
+    return all(s % size == 0 for s in x.strides)
 
 
 def self_overlaps(x: np.ndarray) -> bool:

@@ -4,6 +4,7 @@ Everything fastgemm does not compute itself -- other dtypes, array subclasses an
 that override ufuncs, and every input NumPy rejects -- is handed to numpy.matmul, so the
 answer (or the exception) is NumPy's own.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -58,8 +59,9 @@ def _plan(a: Any, b: Any, out: Any) -> _Plan | None:
     if a.dtype.kind not in _CASTABLE_KINDS or b.dtype.kind not in _CASTABLE_KINDS:
         return None
     # The common case (same native float dtype) without np.result_type's cost.
-    dtype = a.dtype if a.dtype == b.dtype and a.dtype in _BATCHED else \
-        np.dtype(np.result_type(a.dtype, b.dtype).type)  # native byte order
+    dtype = (
+        a.dtype if a.dtype == b.dtype and a.dtype in _BATCHED else np.dtype(np.result_type(a.dtype, b.dtype).type)
+    )  # native byte order
     if dtype not in _BATCHED:
         return None
     n, k = a.shape[-2:] if a.ndim > 1 else (1, a.shape[0])
@@ -74,9 +76,8 @@ def _plan(a: Any, b: Any, out: Any) -> _Plan | None:
         except ValueError:
             return None
     shape = batch + ((n,) if a.ndim > 1 else ()) + ((m,) if b.ndim > 1 else ())
-    if out is not None:
-        if out.shape != shape or out.dtype != dtype or not out.flags.writeable:
-            return None
+    if out is not None and (out.shape != shape or out.dtype != dtype or not out.flags.writeable):
+        return None
     return a, b, dtype, batch, (n, k, m), shape
 
 
@@ -95,10 +96,9 @@ def _keywords_native(kwargs: dict[str, Any], a: np.ndarray, b: np.ndarray, dtype
     casting = kwargs.get("casting", "same_kind")
     if casting not in _CASTINGS:
         return False
-    if casting not in ("same_kind", "unsafe"):
-        # The operands are cast to the result dtype; "no", "equiv" and "safe" may forbid it.
-        if not all(np.can_cast(x.dtype, dtype, casting) for x in (a, b)):
-            return False
+    # The operands are cast to the result dtype; "no", "equiv" and "safe" may forbid it.
+    if casting not in ("same_kind", "unsafe") and not all(np.can_cast(x.dtype, dtype, casting) for x in (a, b)):
+        return False
     # Only the result's memory order differs between "K", "C" (what fastgemm allocates) and
     # the rest; "F" and "A" go to NumPy. subok only matters for subclasses, which never get here.
     if kwargs.get("order", "K") not in ("K", "C"):

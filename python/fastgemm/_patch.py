@@ -5,6 +5,7 @@ itself (csrc/bindings/ufunc_loops.cpp), so every caller of the matmul ufunc is a
 including code that imported numpy before the switch. NumPy's loops are kept and put back
 exactly by restore_numpy().
 """
+
 from __future__ import annotations
 
 import contextlib

@@ -36,9 +36,7 @@ def clamp_limit(num_threads: Any) -> int:
     try:
         n = operator.index(num_threads)
     except TypeError:
-        raise TypeError(
-            f"fastgemm: a thread limit must be an int, got {type(num_threads).__name__}"
-        ) from None
+        raise TypeError(f"fastgemm: a thread limit must be an int, got {type(num_threads).__name__}") from None
     return min(max(n, 1), max_threads())
 
 

@@ -20,6 +20,7 @@ specification; OpenBLAS lets a NaN in A through), a read-only ``c`` is never wri
 writes into it with ``overwrite_c``), inputs overlapping ``c`` are read as they were before the
 call, and bad shapes or ``trans`` values raise ValueError (SciPy raises its module's ``error``).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -107,12 +108,18 @@ def _gemm(
     opb = b.T if trans_b else b
     (m, k), (kb, n) = opa.shape, opb.shape
     if k != kb:
-        raise ValueError(f"{fn}: op(a) has shape {opa.shape} and op(b) has shape {opb.shape}; "
-                         f"inner dimensions {k} and {kb} differ")
+        raise ValueError(
+            f"{fn}: op(a) has shape {opa.shape} and op(b) has shape {opb.shape}; inner dimensions {k} and {kb} differ"
+        )
 
     in_place = (
-        c is not None and bool(overwrite_c) and type(c) is np.ndarray and c.dtype == dtype
-        and c.flags.f_contiguous and c.flags.writeable and native_ok(c)
+        c is not None
+        and bool(overwrite_c)
+        and type(c) is np.ndarray
+        and c.dtype == dtype
+        and c.flags.f_contiguous
+        and c.flags.writeable
+        and native_ok(c)
     )
     work: np.ndarray | None
     if c is None:
@@ -122,8 +129,9 @@ def _gemm(
         result = c if in_place else np.array(c, dtype=dtype, order="F", copy=True)
         work = _rank2(result)
         if work is None or work.shape != (m, n):
-            raise ValueError(f"{fn}: c has shape {np.shape(c)}, but op(a) {opa.shape} @ op(b) {opb.shape} "
-                             f"gives {(m, n)}")
+            raise ValueError(
+                f"{fn}: c has shape {np.shape(c)}, but op(a) {opa.shape} @ op(b) {opb.shape} gives {(m, n)}"
+            )
         if in_place:
             # C is written while A and B are read: read inputs that share its memory from copies.
             if np.may_share_memory(work, opa):

@@ -7,6 +7,7 @@ turned on at session start and every float32/float64 product, however small, tak
 loop, so NumPy's small test matrices exercise it too. The summary line says how many products
 fastgemm computed and how many it handed back to NumPy's loop (unaligned or odd-strided data).
 """
+
 import fastgemm
 from fastgemm import _core
 

@@ -4,6 +4,7 @@
 
 Exit status is pytest's. NumPy's test files and their selection are listed in SELECTION.
 """
+
 import os
 import subprocess
 import sys
@@ -22,8 +23,21 @@ SELECTION = [
 
 def command(module, expr, extra=()):
     return [
-        sys.executable, "-m", "pytest", "-p", "fastgemm_numpy_plugin", "--pyargs", module, "-k", expr,
-        "-q", "-p", "no:cacheprovider", "-o", "addopts=", *extra,
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "fastgemm_numpy_plugin",
+        "--pyargs",
+        module,
+        "-k",
+        expr,
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "addopts=",
+        *extra,
     ]
 
 

@@ -8,6 +8,7 @@ to one. A wrong fastgemm result found by the guard exits with EXIT_WRONG after t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import math
 import os
@@ -55,25 +56,48 @@ DESCRIPTION = (
 def add_arguments(b: argparse.ArgumentParser) -> None:
     """The bench command's options (argparse %-formats help strings, not the description)."""
     which = b.add_mutually_exclusive_group()
-    which.add_argument("--quick", action="store_true",
-                       help="a few shapes, about half a minute: 256, 1024, 2048 squares and an LLM decode step")
-    which.add_argument("--shapes", metavar="LIST",
-                       help="comma-separated shapes instead of the suite: N (N x N x N), MxNxK, "
-                            "B*MxNxK (B stacked products), e.g. 512,1024x2048x256,1000*64")
-    b.add_argument("--dtype", choices=("float32", "float64", "all"),
-                   help="only this dtype, or every case in both (default: the suite's choice: "
-                        "both, LLM shapes float32 only; --shapes: both)")
-    b.add_argument("--threads", type=_positive_int, metavar="N",
-                   help="threads for every library (default: all CPUs this process may use)")
-    b.add_argument("--repeats", type=_positive_int, metavar="R",
-                   help="timed samples per library and shape (default: adapted to the time per call, "
-                        "3 to 50 within --budget)")
-    b.add_argument("--budget", type=_positive_seconds, metavar="SECONDS", default=1.5,
-                   help="time to spend on one shape when the repeats are adapted (default 1.5)")
+    which.add_argument(
+        "--quick",
+        action="store_true",
+        help="a few shapes, about half a minute: 256, 1024, 2048 squares and an LLM decode step",
+    )
+    which.add_argument(
+        "--shapes",
+        metavar="LIST",
+        help="comma-separated shapes instead of the suite: N (N x N x N), MxNxK, "
+        "B*MxNxK (B stacked products), e.g. 512,1024x2048x256,1000*64",
+    )
+    b.add_argument(
+        "--dtype",
+        choices=("float32", "float64", "all"),
+        help="only this dtype, or every case in both (default: the suite's choice: "
+        "both, LLM shapes float32 only; --shapes: both)",
+    )
+    b.add_argument(
+        "--threads",
+        type=_positive_int,
+        metavar="N",
+        help="threads for every library (default: all CPUs this process may use)",
+    )
+    b.add_argument(
+        "--repeats",
+        type=_positive_int,
+        metavar="R",
+        help="timed samples per library and shape (default: adapted to the time per call, 3 to 50 within --budget)",
+    )
+    b.add_argument(
+        "--budget",
+        type=_positive_seconds,
+        metavar="SECONDS",
+        default=1.5,
+        help="time to spend on one shape when the repeats are adapted (default 1.5)",
+    )
     b.add_argument("--kernel", metavar="NAME", help="fastgemm kernel to use (default: the best this CPU runs)")
-    b.add_argument("--plot", metavar="FILE.png",
-                   help="GFLOP/s against size for the square shapes (needs matplotlib; "
-                        "no extension: .png is added)")
+    b.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help="GFLOP/s against size for the square shapes (needs matplotlib; no extension: .png is added)",
+    )
     b.add_argument("--json", metavar="FILE", help="save the full record: machine, versions, every repeat's time")
     b.add_argument("--compare", metavar="OLD.json", help="print the change against a record saved with --json")
     b.add_argument("--list", action="store_true", help="list the shapes that would run, and exit")
@@ -114,10 +138,8 @@ class _Outputs:
 
     def discard(self) -> None:
         for path in self.created:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(path)
-            except OSError:
-                pass
         self.created = []
 
 
@@ -142,8 +164,9 @@ def _plot_path(path: str) -> str:
         return path + ".png"
     formats = report.plot_formats()
     if ext not in formats:
-        raise UsageError(f"--plot: matplotlib cannot write .{ext} files; use one of "
-                         + ", ".join("." + f for f in sorted(formats)))
+        raise UsageError(
+            f"--plot: matplotlib cannot write .{ext} files; use one of " + ", ".join("." + f for f in sorted(formats))
+        )
     return path
 
 
@@ -157,8 +180,9 @@ def _validate(args: argparse.Namespace, cases: Sequence[Any], outputs: _Outputs)
     if not cases:
         raise UsageError("no shapes to run")
     if args.kernel is not None and args.kernel not in fg.available_kernels():
-        raise UsageError(f"--kernel: {args.kernel!r} cannot run here; this CPU runs "
-                         + ", ".join(fg.available_kernels()))
+        raise UsageError(
+            f"--kernel: {args.kernel!r} cannot run here; this CPU runs " + ", ".join(fg.available_kernels())
+        )
     old = None
     try:
         if args.plot is not None:
@@ -187,8 +211,10 @@ def _reexec_pinned(threads: int, argv: Sequence[str]) -> int:
     """Run this same command in a child whose BLAS reads the thread count at start-up."""
     from . import machine
 
-    sys.stderr.write(f"bench: threadpoolctl is not installed; restarting with OPENBLAS_NUM_THREADS="
-                     f"OMP_NUM_THREADS={threads} so NumPy uses {threads} thread(s) like fastgemm\n")
+    sys.stderr.write(
+        f"bench: threadpoolctl is not installed; restarting with OPENBLAS_NUM_THREADS="
+        f"OMP_NUM_THREADS={threads} so NumPy uses {threads} thread(s) like fastgemm\n"
+    )
     sys.stderr.flush()
     cmd = [sys.executable, "-m", "fastgemm", "bench", *argv]
     return subprocess.run(cmd, env=machine.reexec_env(threads)).returncode
@@ -217,8 +243,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str], cases: list[Any], output
 
     import fastgemm as fg
 
-    from . import machine, report, suite
-    from . import measure as bm
+    from . import machine, measure as bm, report, suite
     from .progress import Progress
 
     threads = args.threads or machine.usable_cpus()
@@ -252,8 +277,9 @@ def _run(args: argparse.Namespace, argv: Sequence[str], cases: list[Any], output
                 ops = suite.operands(case, rng)
             except MemoryError:
                 raise RuntimeError(f"not enough memory for the operands of {case.label()} {case.dtype}") from None
-            results.append(bm.run_case(case, libs, ops, args.repeats, args.budget, rng,
-                                       tick=progress.draw, threads=threads))
+            results.append(
+                bm.run_case(case, libs, ops, args.repeats, args.budget, rng, tick=progress.draw, threads=threads)
+            )
             del ops
         progress.finish()
         seconds = time.monotonic() - t0
@@ -262,8 +288,11 @@ def _run(args: argparse.Namespace, argv: Sequence[str], cases: list[Any], output
         pinning.release()
 
     names = [lib.name for lib in libs]
-    print(report.table(results, names, peaks, threads, load_before=desc["load_average"],
-                       load_after=desc["load_average_after"]))
+    print(
+        report.table(
+            results, names, peaks, threads, load_before=desc["load_average"], load_after=desc["load_average_after"]
+        )
+    )
     if old is not None:
         print()
         print(report.compare(old, results, peaks, threads, desc))

@@ -1,4 +1,5 @@
 """What a benchmark ran on: CPU, library versions, the BLAS behind NumPy, thread pinning, env."""
+
 from __future__ import annotations
 
 import os
@@ -15,9 +16,18 @@ from .._runtime import usable_cpus
 # Variables that change what a library does; the bench reports them and never alters them.
 # OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE in particular can make NumPy pick a slower kernel.
 ENV_VARS = (
-    "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS", "MKL_ENABLE_INSTRUCTIONS", "BLIS_NUM_THREADS", "FASTGEMM_KERNEL",
-    "FASTGEMM_NUM_THREADS", "FASTGEMM_MC", "FASTGEMM_KC", "FASTGEMM_NC",
+    "OPENBLAS_CORETYPE",
+    "OPENBLAS_L2_SIZE",
+    "OPENBLAS_NUM_THREADS",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "MKL_ENABLE_INSTRUCTIONS",
+    "BLIS_NUM_THREADS",
+    "FASTGEMM_KERNEL",
+    "FASTGEMM_NUM_THREADS",
+    "FASTGEMM_MC",
+    "FASTGEMM_KC",
+    "FASTGEMM_NC",
 )
 SLOWING_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
@@ -56,14 +66,16 @@ def blas_pools():
         return _numpy_build_blas()
     pools = []
     for p in threadpool_info():
-        pools.append({
-            "api": p.get("internal_api"),
-            "library": os.path.basename(p.get("filepath", "")),
-            "version": p.get("version"),
-            "threads": p.get("num_threads"),
-            "architecture": p.get("architecture"),
-            "threading_layer": p.get("threading_layer"),
-        })
+        pools.append(
+            {
+                "api": p.get("internal_api"),
+                "library": os.path.basename(p.get("filepath", "")),
+                "version": p.get("version"),
+                "threads": p.get("num_threads"),
+                "architecture": p.get("architecture"),
+                "threading_layer": p.get("threading_layer"),
+            }
+        )
     return pools
 
 
@@ -71,8 +83,14 @@ def _numpy_build_blas():
     try:
         cfg = np.show_config(mode="dicts")
         blas = cfg["Build Dependencies"]["blas"]
-        return [{"api": blas.get("name"), "version": blas.get("version"), "threads": None,
-                 "source": "numpy build configuration"}]
+        return [
+            {
+                "api": blas.get("name"),
+                "version": blas.get("version"),
+                "threads": None,
+                "source": "numpy build configuration",
+            }
+        ]
     except Exception:  # older NumPy has no mode="dicts"; the versions are still recorded
         return []
 

@@ -15,6 +15,7 @@ while NumPy's own figure (192) did not change. Running rather than sleeping thro
 time keeps this library's threads and cores awake: after an idle pause, waking a worker
 (on this VM, an idle virtual CPU) made small products erratic for every library.
 """
+
 from __future__ import annotations
 
 import gc
@@ -28,6 +29,7 @@ import numpy as np
 import fastgemm as fg
 
 from .. import _core
+from .suite import Case
 
 MIN_SAMPLE_S = 2e-3
 MIN_REPEATS, MAX_REPEATS = 3, 50
@@ -145,7 +147,7 @@ class LibResult:
 
 @dataclass
 class CaseResult:
-    case: object
+    case: Case
     libs: dict  # name -> LibResult
     check: dict  # the correctness guard's verdict on fastgemm's result
     skipped: str = ""
@@ -256,8 +258,7 @@ def run_case(case, libs, operands, repeats, budget, rng, tick=None, threads=1):
         return CaseResult(case, results, {}, skipped=results["fastgemm"].error)
     # The guard runs once, before any timing: a fast wrong answer is worthless.
     check = check_result(case, a, b, fns["fastgemm"](), rng)
-    measured = measure(fns, repeats=repeats, budget=budget, tick=tick,
-                       settle=SETTLE_S if threads > 1 else 0.0)
+    measured = measure(fns, repeats=repeats, budget=budget, tick=tick, settle=SETTLE_S if threads > 1 else 0.0)
     results.update(measured)
     return CaseResult(case, {lib.name: results[lib.name] for lib in libs}, check)
 

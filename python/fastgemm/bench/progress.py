@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
 
 
 class Progress:
@@ -26,8 +25,9 @@ class Progress:
         if self.tty:
             self.draw(0.0, force=True)
         else:
-            self.stream.write(f"bench [{index + 1:>{len(str(self.total))}}/{self.total}] {label}"
-                              f"  ({self._elapsed()} elapsed)\n")
+            self.stream.write(
+                f"bench [{index + 1:>{len(str(self.total))}}/{self.total}] {label}  ({self._elapsed()} elapsed)\n"
+            )
             self.stream.flush()
 
     def draw(self, fraction, force=False):

@@ -1,4 +1,5 @@
 """Showing and keeping a benchmark: the header and table, the JSON record, --compare and --plot."""
+
 from __future__ import annotations
 
 import json
@@ -28,7 +29,10 @@ def result_record(res, peaks, threads):
     return {
         "key": c.key,
         "group": c.group,
-        "m": c.m, "n": c.n, "k": c.k, "batch": c.batch,
+        "m": c.m,
+        "n": c.n,
+        "k": c.k,
+        "batch": c.batch,
         "dtype": c.dtype,
         "layout": c.layout,
         "flops": c.flops,
@@ -153,9 +157,11 @@ def header(machine, date):
     ]
     peaks = machine["peak_gflops_per_core"]
     t = machine["threads"]
-    lines.append("FMA peak: " + "; ".join(
-        f"{dt} {p:.1f} GFLOP/s per core, x{t} = {p * t:.1f}" for dt, p in peaks.items()
-    ) + f" ({i['kernel']} kernel's FMA loop)")
+    lines.append(
+        "FMA peak: "
+        + "; ".join(f"{dt} {p:.1f} GFLOP/s per core, x{t} = {p * t:.1f}" for dt, p in peaks.items())
+        + f" ({i['kernel']} kernel's FMA loop)"
+    )
     others = [f"numpy {v['numpy']}"]
     for p in machine["blas"]:
         if p.get("api") in ("openblas", "mkl", "blis") or p.get("source"):
@@ -169,13 +175,20 @@ def header(machine, date):
     lines.append("versions: " + "; ".join(others) + f"; python {v['python']}")
     if machine["missing"]:
         extras = sorted({INSTALL_EXTRA.get(name, "bench") for name in machine["missing"]})
-        lines.append("not installed (not compared): " + ", ".join(machine["missing"]) + "  -- "
-                     + " or ".join(f'pip install "fastgemm[{e}]"' for e in extras) + " adds "
-                     + ("it" if len(machine["missing"]) == 1 else "them"))
+        lines.append(
+            "not installed (not compared): "
+            + ", ".join(machine["missing"])
+            + "  -- "
+            + " or ".join(f'pip install "fastgemm[{e}]"' for e in extras)
+            + " adds "
+            + ("it" if len(machine["missing"]) == 1 else "them")
+        )
     load = machine.get("load_average")
     if load is not None and load > IDLE_LOAD:
-        lines.append(f"warning:  load average {load:.1f} before the run: other programs are using the CPU; "
-                     "GFLOP/s and ratios will be low and noisy (ratios marked ? below)")
+        lines.append(
+            f"warning:  load average {load:.1f} before the run: other programs are using the CPU; "
+            "GFLOP/s and ratios will be low and noisy (ratios marked ? below)"
+        )
     env = machine["env"]
     if env:
         lines.append("env:      " + " ".join(f"{k}={val}" for k, val in env.items()))
@@ -231,7 +244,10 @@ def table(results, lib_names, peaks, threads, load_before=None, load_after=None)
     # A library measured on no case at all gets no column, only its note.
     lib_names = [n for n in lib_names if n == "fastgemm" or any(r.gflops(n) for r in results)]
     cols = ["case", "dtype", "thr"] + lib_names + ["fg/best", "%peak", "check"]
-    rows, notes, wrong, noisy_rows = [], {}, [], []
+    rows: list[list[str]] = []
+    notes: dict[tuple[str, str], list[str]] = {}
+    wrong: list[str] = []
+    noisy_rows: list[str] = []
     measured = sum(1 for r in results if not r.skipped)
     for res in results:
         c = res.case
@@ -264,14 +280,22 @@ def table(results, lib_names, peaks, threads, load_before=None, load_after=None)
     left = {0, 1}
 
     def line(cells):
-        return "  ".join(cell.ljust(w) if i in left else cell.rjust(w) for i, (cell, w) in enumerate(zip(cells, widths)))
+        return "  ".join(
+            cell.ljust(w) if i in left else cell.rjust(w) for i, (cell, w) in enumerate(zip(cells, widths))
+        )
 
-    out = ["GFLOP/s (median of repeats; higher is better). fg/best: fastgemm / fastest other. "
-           "%peak: fastgemm / (FMA peak x threads).", line(cols), line(["-" * w for w in widths])]
+    out = [
+        "GFLOP/s (median of repeats; higher is better). fg/best: fastgemm / fastest other. "
+        "%peak: fastgemm / (FMA peak x threads).",
+        line(cols),
+        line(["-" * w for w in widths]),
+    ]
     out += [line(r) for r in rows]
     if noisy_rows:
-        out.append(f"  ~ samples of one library differed by more than {NOISY:.0%} of their median: "
-                   "something else was using the CPU; rerun on a quiet machine")
+        out.append(
+            f"  ~ samples of one library differed by more than {NOISY:.0%} of their median: "
+            "something else was using the CPU; rerun on a quiet machine"
+        )
     if doubtful:
         why = []
         if busy_before:
@@ -280,9 +304,9 @@ def table(results, lib_names, peaks, threads, load_before=None, load_after=None)
             why.append(f"the load average was {load_after:.1f} after the run on {threads} thread(s)")
         why.append("or fastgemm's or the compared library's samples were unsteady")
         out.append("  ? ratio not to be trusted: " + "; ".join(why) + "; rerun on a quiet machine")
-    for (name, why), cases in notes.items():
+    for (name, reason), cases in notes.items():
         shown = "every case" if len(cases) == measured and name != "fastgemm" else ", ".join(dict.fromkeys(cases))
-        out.append(f"  {name} not measured on {shown}: {why}")
+        out.append(f"  {name} not measured on {shown}: {reason}")
     if wrong:
         out.append("")
         out.append("!" * 78)
@@ -294,13 +318,16 @@ def table(results, lib_names, peaks, threads, load_before=None, load_after=None)
 
 def compare(old, new_results, peaks, threads, machine):
     """Per-case change of fastgemm's GFLOP/s and of its ratio against the other libraries."""
+
     def key(r):
         return (r["key"], r["threads"])
 
     before = {key(r): r for r in old["results"]}
     m_old = old.get("machine", {})
-    lines = [f"Against {old.get('date', '?')} ({m_old.get('cpu', '?')}, "
-             f"kernel {m_old.get('fastgemm', {}).get('kernel', '?')}):"]
+    lines = [
+        f"Against {old.get('date', '?')} ({m_old.get('cpu', '?')}, "
+        f"kernel {m_old.get('fastgemm', {}).get('kernel', '?')}):"
+    ]
     head = f"{'case':<26} {'dtype':<8} {'fastgemm GFLOP/s':>22} {'change':>8} {'fg/best':>15}"
     lines += [head, "-" * len(head)]
     matched = 0
@@ -316,12 +343,16 @@ def compare(old, new_results, peaks, threads, machine):
         matched += 1
         r0, r1 = o.get("ratio_vs_best_other"), rec["ratio_vs_best_other"]
         rr = f"{_fmt(r0, '.2f')} -> {_fmt(r1, '.2f')}"
-        lines.append(f"{res.case.label():<26} {res.case.dtype:<8} {g0:>9.1f} -> {g1:>9.1f} "
-                     f"{100.0 * (g1 / g0 - 1.0):>+7.1f}% {rr:>15}")
+        lines.append(
+            f"{res.case.label():<26} {res.case.dtype:<8} {g0:>9.1f} -> {g1:>9.1f} "
+            f"{100.0 * (g1 / g0 - 1.0):>+7.1f}% {rr:>15}"
+        )
     if not matched:
         lines.append("(no case of this run is in the old record with the same thread count)")
     if m_old.get("cpu") != machine["cpu"]:
-        lines.append(f"note: the old record is from another CPU ({m_old.get('cpu', '?')}); only the fg/best ratios compare")
+        lines.append(
+            f"note: the old record is from another CPU ({m_old.get('cpu', '?')}); only the fg/best ratios compare"
+        )
     return "\n".join(lines)
 
 
@@ -355,16 +386,22 @@ def plot(path, results, lib_names, peaks, threads, machine, date):
     dtypes = [dt for dt in peaks if any(r.case.square and r.case.dtype == dt for r in results)]
     fig, axes = plt.subplots(1, len(dtypes), figsize=(6.4 * len(dtypes), 4.8), squeeze=False)
     for ax, dt in zip(axes[0], dtypes):
-        rows = sorted((r for r in results if r.case.square and r.case.dtype == dt and not r.skipped),
-                      key=lambda r: r.case.m)
+        rows = sorted(
+            (r for r in results if r.case.square and r.case.dtype == dt and not r.skipped), key=lambda r: r.case.m
+        )
         for name in lib_names:
             pts = [(r.case.m, r.gflops(name)) for r in rows if r.gflops(name)]
             if pts:
                 xs, ys = zip(*pts)
                 ax.plot(xs, ys, marker="o", label=name, linewidth=2.2 if name == "fastgemm" else 1.4)
         peak = peaks[dt] * threads
-        ax.axhline(peak, color="k", linestyle="--", linewidth=1,
-                   label=f"FMA peak {peak:.0f} ({machine['fastgemm']['kernel']}, {threads} thr)")
+        ax.axhline(
+            peak,
+            color="k",
+            linestyle="--",
+            linewidth=1,
+            label=f"FMA peak {peak:.0f} ({machine['fastgemm']['kernel']}, {threads} thr)",
+        )
         ax.set_xscale("log", base=2)
         ax.set_xlabel("m = n = k")
         ax.set_ylabel("GFLOP/s")
@@ -380,4 +417,3 @@ def plot(path, results, lib_names, peaks, threads, machine, date):
 
 def has_squares(cases):
     return any(c.square for c in cases)
-

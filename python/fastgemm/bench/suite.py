@@ -3,6 +3,7 @@
 Shapes are written m x n x k: C is m x n and the inner dimension is k, so an LLM decode step
 (one token times a 4096 x 4096 weight) is 1x4096x4096.
 """
+
 from __future__ import annotations
 
 import re
@@ -100,8 +101,12 @@ def quick_suite(dtype_choice=None):
     return [
         Case(g, m, n, k, dt)
         for dt in _both(dtype_choice, ("float32",))
-        for g, m, n, k in (("square", 256, 256, 256), ("square", 1024, 1024, 1024),
-                           ("square", 2048, 2048, 2048), ("llm", 16, 4096, 4096))
+        for g, m, n, k in (
+            ("square", 256, 256, 256),
+            ("square", 1024, 1024, 1024),
+            ("square", 2048, 2048, 2048),
+            ("llm", 16, 4096, 4096),
+        )
     ]
 
 

@@ -2,6 +2,7 @@
 
 Run as ``python -m fastgemm_consumer.check``.
 """
+
 import sys
 
 import numpy as np
@@ -33,8 +34,7 @@ def main():
         # NumPy's own result carries the same kind of error, so the two may differ by twice it.
         if not np.all(np.abs(c.astype(np.longdouble) - a @ b) <= 2 * bound):
             failures.append(f"{name}: differs from numpy.matmul beyond twice the error bound")
-    print(f"fastgemm {fg.__version__}, kernel {fg.get_kernel()}: "
-          + ("OK" if not failures else "; ".join(failures)))
+    print(f"fastgemm {fg.__version__}, kernel {fg.get_kernel()}: " + ("OK" if not failures else "; ".join(failures)))
     return 1 if failures else 0
 
 
