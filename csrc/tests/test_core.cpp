@@ -163,12 +163,12 @@ void run_case(const char* kernel, const Case& cs) {
     }
 }
 
-const fastgemm::Microkernel<float>& microkernel(const fastgemm::KernelSet& ks, float) { return ks.f32; }
-const fastgemm::Microkernel<double>& microkernel(const fastgemm::KernelSet& ks, double) { return ks.f64; }
+const fastgemm::KernelTable<float>& table_of(const fastgemm::KernelSet& ks, float) { return ks.f32; }
+const fastgemm::KernelTable<double>& table_of(const fastgemm::KernelSet& ks, double) { return ks.f64; }
 
 template <typename T>
 void run_kernel(const fastgemm::KernelSet& ks) {
-    const fastgemm::Microkernel<T>& uk = microkernel(ks, T(0));
+    const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
     const int64_t mr = uk.mr, nr = uk.nr;
     const fastgemm::Blocking bs = fastgemm::blocking_for(uk.mr, uk.nr, int(sizeof(T)));
     const int64_t mc = bs.mc, kc = bs.kc;
