@@ -20,8 +20,7 @@ using namespace fastgemm;
 namespace {
 
 // Below this many multiply-adds per product NumPy's own loop is faster: fastgemm's fixed cost
-// per call (dispatch, path choice, the FP-flag check) outweighs its kernels; see docs/DESIGN.md,
-// "NumPy loop threshold". Tests lower it to 0 so every product takes fastgemm's path.
+// per call outweighs what its kernels gain; see docs/DESIGN.md, "NumPy loop threshold". Tests lower it to 0 so every product takes fastgemm's path.
 constexpr int64_t kDefaultMinFlops = int64_t(64) * 64 * 64;
 std::atomic<int64_t> g_min_flops{kDefaultMinFlops};
 
