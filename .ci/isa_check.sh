@@ -6,7 +6,7 @@
 #    encoded v* ops, k* mask ops).
 # 2. Kernel object files: no global or weak function. An inline function or template from a
 #    header, emitted weak in a kernel file with its ISA flags, could be the copy the linker
-#    keeps for baseline callers. Kernel code must have internal linkage (tile.hpp's V types
+#    keeps for baseline callers. Kernel code must have internal linkage (kernels/*.hpp's V types
 #    live in anonymous namespaces for this); only the kernel tables are exported.
 # 3. The shipped _core .so: relinked unstripped from the same objects with the same command
 #    (its .text must be byte-identical to the shipped one), every function holding an AVX

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../fastgemm/batched.hpp"
+#include "convert.hpp"
 #include "registrations.hpp"
 
 namespace py = pybind11;
@@ -15,25 +16,7 @@ using namespace fastgemm;
 namespace {
 
 template <typename T>
-int64_t elements(const py::array& x, py::ssize_t axis, const char* name) {
-    const auto item = py::ssize_t(sizeof(T));
-    if (x.strides(axis) % item)
-        throw py::value_error(std::string(name) + ": strides are not a multiple of the item size");
-    return x.strides(axis) / item;
-}
-
-template <typename T>
-View<T> matrix_of(const py::array& x, const char* name, T* data) {
-    const py::ssize_t r = x.ndim() - 2, c = x.ndim() - 1;
-    return {data, x.shape(r), x.shape(c), elements<T>(x, r, name), elements<T>(x, c, name)};
-}
-
-template <typename T>
 void gemm_batched_py(const py::array& a, const py::array& b, py::array& c, T alpha, T beta) {
-    const py::dtype dt = py::dtype::of<T>();
-    const py::array* const operands[] = {&a, &b, &c};
-    for (const py::array* x : operands)
-        if (!x->dtype().is(dt)) throw py::type_error("gemm_batched: operands must all have dtype " + std::string(py::str(dt)));
     const py::ssize_t nd = c.ndim();
     if (nd < 2 || a.ndim() != nd || b.ndim() != nd)
         throw py::value_error("gemm_batched: a, b and c must have the same number (>= 2) of dimensions");
@@ -41,16 +24,19 @@ void gemm_batched_py(const py::array& a, const py::array& b, py::array& c, T alp
         if (a.shape(d) != c.shape(d) || b.shape(d) != c.shape(d))
             throw py::value_error("gemm_batched: a, b and c must have the same batch shape");
     if (!c.writeable()) throw py::value_error("gemm_batched: c is read-only");
+    const View<const T> va = bindings::matrix_view<const T>(a, "gemm_batched: a");
+    const View<const T> vb = bindings::matrix_view<const T>(b, "gemm_batched: b");
+    const View<T> vc = bindings::matrix_view<T>(c, "gemm_batched: c");
+    // An empty array has no element to misalign (NumPy may give it any address).
+    const py::array* const operands[] = {&a, &b, &c};
     for (const py::array* x : operands)
-        if (reinterpret_cast<uintptr_t>(x->data()) % alignof(T))
+        if (x->size() > 0 && reinterpret_cast<uintptr_t>(x->data()) % alignof(T))
             throw py::value_error("gemm_batched: operands must be aligned");
-
-    const View<const T> va = matrix_of<const T>(a, "a", static_cast<const T*>(a.data()));
-    const View<const T> vb = matrix_of<const T>(b, "b", static_cast<const T*>(b.data()));
-    const View<T> vc = matrix_of<T>(c, "c", static_cast<T*>(c.mutable_data()));
     std::vector<BatchAxis> axes;
     for (py::ssize_t d = 0; d < nd - 2; ++d)
-        axes.push_back({c.shape(d), elements<T>(a, d, "a"), elements<T>(b, d, "b"), elements<T>(c, d, "c")});
+        axes.push_back({c.shape(d), bindings::element_stride<T>(a, d, "gemm_batched: a"),
+                        bindings::element_stride<T>(b, d, "gemm_batched: b"),
+                        bindings::element_stride<T>(c, d, "gemm_batched: c")});
     py::gil_scoped_release release;
     gemm_batched<T>(alpha, va, vb, beta, vc, axes);
 }

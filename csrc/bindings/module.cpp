@@ -5,6 +5,9 @@
 #include <pybind11/stl.h>
 
 #include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include "../fastgemm/blocking.hpp"
 #include "../fastgemm/caches.hpp"
@@ -13,6 +16,7 @@
 #include "../fastgemm/gemm.hpp"
 #include "../fastgemm/peak.hpp"
 #include "../fastgemm/threading.hpp"
+#include "convert.hpp"
 #include "registrations.hpp"
 
 namespace py = pybind11;
@@ -21,30 +25,15 @@ using namespace fastgemm;
 namespace {
 
 template <typename T>
-View<T> view_of(const py::array& x, const char* name, T* data) {
-    if (!x.dtype().is(py::dtype::of<std::remove_const_t<T>>()))
-        throw py::type_error(std::string(name) + ": wrong dtype");
-    if (x.ndim() != 2) throw py::value_error(std::string(name) + ": expected a 2-D array");
-    const auto item = py::ssize_t(sizeof(T));
-    if (x.strides(0) % item || x.strides(1) % item)
-        throw py::value_error(std::string(name) + ": strides are not a multiple of the item size");
-    return {data, x.shape(0), x.shape(1), x.strides(0) / item, x.strides(1) / item};
-}
-
-template <typename T>
 void gemm_py(const py::array& a, const py::array& b, py::array& c, T alpha, T beta) {
-    const View<const T> va = view_of<const T>(a, "a", static_cast<const T*>(a.data()));
-    const View<const T> vb = view_of<const T>(b, "b", static_cast<const T*>(b.data()));
-    if (!c.writeable()) throw py::value_error("c: array is read-only");
-    const View<T> vc = view_of<T>(c, "c", static_cast<T*>(c.mutable_data()));
+    const std::pair<const py::array*, const char*> operands[] = {{&a, "a"}, {&b, "b"}, {&c, "c"}};
+    for (const auto& [x, name] : operands)
+        if (x->ndim() != 2) throw py::value_error(std::string(name) + ": expected a 2-D array");
+    const View<const T> va = bindings::matrix_view<const T>(a, "a");
+    const View<const T> vb = bindings::matrix_view<const T>(b, "b");
+    const View<T> vc = bindings::matrix_view<T>(c, "c");
     py::gil_scoped_release release;
     gemm<T>(alpha, va, vb, beta, vc);
-}
-
-const KernelSet& kernel_named(const std::string& name) {
-    for (const KernelSet* ks : compiled_kernels())
-        if (name == ks->name) return *ks;
-    throw py::value_error("unknown kernel '" + name + "'");
 }
 
 py::dict tile_info(const KernelSet& ks) {
@@ -83,7 +72,7 @@ PYBIND11_MODULE(_core, m) {
     });
     m.def("active_kernel", [] { return std::string(active_kernels().name); });
     m.def("set_kernel", [](const std::string& name) { set_kernels(name); }, py::arg("name"));
-    m.def("kernel_info", [](const std::string& name) { return tile_info(kernel_named(name)); }, py::arg("name"));
+    m.def("kernel_info", [](const std::string& name) { return tile_info(find_kernels(name, false)); }, py::arg("name"));
     m.def("caches", [] {
         const Caches& c = caches();
         return py::dict(py::arg("l1d") = cache_level(c.l1d), py::arg("l2") = cache_level(c.l2),
@@ -93,17 +82,21 @@ PYBIND11_MODULE(_core, m) {
     m.def(
         "fma_peak",
         [](const std::string& name, bool f64, double seconds) {
-            const KernelSet& ks = kernel_named(name);
-            bool runnable = false;
-            for (const KernelSet* r : runnable_kernels()) runnable |= r == &ks;
-            if (!runnable) throw py::value_error("kernel '" + name + "' cannot run on this CPU/OS");
+            const KernelSet& ks = find_kernels(name, true);
             py::gil_scoped_release release;
             return fma_peak_gflops(ks, f64, seconds);
         },
         py::arg("name"), py::arg("f64"), py::arg("seconds"));
     m.def("get_num_threads", &max_threads);
     m.def("set_num_threads", &set_max_threads, py::arg("n"));
+    m.def("max_thread_limit", &max_thread_limit);
     m.def("openmp_runtime", &openmp_runtime);
+    // FASTGEMM_KC / MC / NC values the core ignored: (variable, raw value, reason) tuples.
+    m.def("rejected_env_settings", [] {
+        std::vector<std::tuple<std::string, std::string, std::string>> out;
+        for (const RejectedSetting& r : rejected_env_settings()) out.emplace_back(r.variable, r.value, r.reason);
+        return out;
+    });
     register_batched(m);
     register_ufunc_loops(m);
 }

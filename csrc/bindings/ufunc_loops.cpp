@@ -19,12 +19,8 @@ using namespace fastgemm;
 
 namespace {
 
-// Below this many multiply-adds per product (64^3) NumPy's own loop was faster than
-// fastgemm's in every case measured (2-core AVX-512 machine, square n = 8..48, one product and
-// stacks of 16: NumPy 1.6x-12x faster); at n = 64 a stack of 16 is 1.1-1.3x faster on fastgemm,
-// a single product still 1.4x slower.
-// Most of fastgemm's fixed cost per product is in the driver (an OpenMP region and its
-// barriers even on one thread). Tests lower it to 0 so every product takes fastgemm's path.
+// Below this many multiply-adds per product NumPy's own loop is faster: fastgemm's fixed cost
+// per call outweighs what its kernels gain; see docs/DESIGN.md, "NumPy loop threshold". Tests lower it to 0 so every product takes fastgemm's path.
 constexpr int64_t kDefaultMinFlops = int64_t(64) * 64 * 64;
 std::atomic<int64_t> g_min_flops{kDefaultMinFlops};
 
@@ -50,7 +46,8 @@ bool fits(const void* p, npy_intp step, size_t size) {
 // The gufunc loop for (n?,k),(k,m?)->(n?,m?): dimensions [batch, n, k, m], steps
 // [sA, sB, sC, A_n, A_k, B_k, B_m, C_n, C_m] in bytes. It may run without the GIL, so it
 // touches no Python object; anything it cannot take (odd strides, unaligned data, tiny
-// products, an allocation failure) goes to NumPy's loop, which always fully writes C.
+// products, an `out` whose matrices overlap themselves or each other, an allocation failure)
+// goes to NumPy's loop, which always fully writes C, so the result is NumPy's by definition.
 template <typename T>
 void matmul_loop(char** args, npy_intp const* dims, npy_intp const* steps, void* data) {
     const PyUFuncGenericFunction numpys = Slot<T>::original.load(std::memory_order_acquire);
@@ -62,10 +59,11 @@ void matmul_loop(char** args, npy_intp const* dims, npy_intp const* steps, void*
     if (ok) {
         try {
             const npy_intp e = npy_intp(s);
+            const View<T> c{reinterpret_cast<T*>(args[2]), n, m, steps[7] / e, steps[8] / e};
+            const std::vector<BatchAxis> axes{{batch, steps[0] / e, steps[1] / e, steps[2] / e}};
+            if (!c_disjoint(c, axes)) throw std::invalid_argument("out overlaps itself");
             gemm_batched<T>(T(1), {reinterpret_cast<const T*>(args[0]), n, k, steps[3] / e, steps[4] / e},
-                            {reinterpret_cast<const T*>(args[1]), k, m, steps[5] / e, steps[6] / e}, T(0),
-                            {reinterpret_cast<T*>(args[2]), n, m, steps[7] / e, steps[8] / e},
-                            {{batch, steps[0] / e, steps[1] / e, steps[2] / e}});
+                            {reinterpret_cast<const T*>(args[1]), k, m, steps[5] / e, steps[6] / e}, T(0), c, axes);
             g_ours.fetch_add(1, std::memory_order_relaxed);
             return;
         } catch (...) {

@@ -2,6 +2,7 @@
 // matmul hands them over: the same matrix shape for every i, any (broadcast) batch layout.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -16,12 +17,30 @@ struct BatchAxis {
     int64_t a, b, c;
 };
 
+// True when no element of C belongs to two (item, row, column) triples: the matrix does not
+// overlap itself and, taking the axes from the smallest stride up, each one steps past
+// everything the matrix and the axes below it cover. Sufficient, not necessary (an
+// interleaved stack is reported as overlapping). Throws std::overflow_error.
+template <typename T>
+bool c_disjoint(const View<T>& c, std::vector<BatchAxis> axes) {
+    if (overlaps_itself(c)) return false;
+    axes.erase(std::remove_if(axes.begin(), axes.end(), [](const BatchAxis& ax) { return ax.size <= 1; }),
+               axes.end());
+    std::sort(axes.begin(), axes.end(), [](const BatchAxis& x, const BatchAxis& y) { return abs64(x.c) < abs64(y.c); });
+    int64_t covered = extent(c);
+    for (const BatchAxis& ax : axes) {
+        if (abs64(ax.c) <= covered) return false;
+        covered = checked_add(covered, checked_mul(ax.size - 1, abs64(ax.c)));
+    }
+    return true;
+}
+
 // The views describe item 0 of the stack; item (i0, i1, ...) starts at
 // data + sum(i_d * stride_d) for each operand. Many small products are spread over the
 // threads by batch (each one single-threaded, so the result is bitwise the same as one at
 // a time); a batch of one, or products large enough to use every thread, run one after
-// another on the threaded path. When the C items might overlap in memory they run in order.
-// Throws as gemm() does, before anything is written.
+// another on the threaded path. When the C items might overlap each other they run in order.
+// Throws as gemm() does (a C matrix that overlaps itself included), before anything is written.
 template <typename T>
 void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
                   const std::vector<BatchAxis>& batch);

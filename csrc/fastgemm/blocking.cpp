@@ -1,37 +1,64 @@
 #include "blocking.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 
 #include "caches.hpp"
+#include "view.hpp"
 
 namespace fastgemm {
 namespace {
 
-int64_t env_size(const char* name) {
+constexpr int64_t kMaxKC = 4096, kMaxMC = 4096, kMaxNC = 16384;
+
+struct EnvBlocking {
+    int64_t kc = 0, mc = 0, nc = 0;  // 0: not set
+    std::vector<RejectedSetting> rejected;
+};
+
+int64_t env_size(const char* name, int64_t max, std::vector<RejectedSetting>& rejected) {
     const char* s = std::getenv(name);
     if (!s || !*s) return 0;
     char* end = nullptr;
+    errno = 0;
     const long long v = std::strtoll(s, &end, 10);
-    return (end && *end == '\0' && v > 0) ? v : 0;
+    const std::string range = "expected an integer from 1 to " + std::to_string(max);
+    if (end == s || *end != '\0') {
+        rejected.push_back({name, s, "not an integer; " + range});
+        return 0;
+    }
+    if (errno == ERANGE || v < 1 || v > max) {
+        rejected.push_back({name, s, "out of range; " + range});
+        return 0;
+    }
+    return v;
+}
+
+// Read once: getenv scans the whole environment, a cost a small product would notice.
+const EnvBlocking& env_blocking() {
+    static const EnvBlocking env = [] {
+        EnvBlocking e;
+        e.kc = env_size("FASTGEMM_KC", kMaxKC, e.rejected);
+        e.mc = env_size("FASTGEMM_MC", kMaxMC, e.rejected);
+        e.nc = env_size("FASTGEMM_NC", kMaxNC, e.rejected);
+        return e;
+    }();
+    return env;
 }
 
 int64_t round_down(int64_t x, int64_t m) { return std::max(m, x / m * m); }
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
+
+const std::vector<RejectedSetting>& rejected_env_settings() { return env_blocking().rejected; }
 
 Blocking blocking_for(int mr, int nr, int s) {
     const Caches& c = caches();
     const CacheLevel &l1 = c.l1d, &l2 = c.l2, &l3 = c.l3;
 
-    // KC. Low et al. size it so the KC x NR sliver of B stays in L1 beside a streaming
-    // sliver of A (here: 146 for AVX-512 fp32). Measured on Zen 4 (1 thread, 2048^3, thread
-    // CPU time) that depth loses 6-10% to the per-call C-tile update, while both slivers
-    // stream from L2 at full speed: fp32 14x32 went 96 -> 105 GF/s from kc 146 to 512, fp64
-    // 14x16 46 -> 52 from 128 to 512, AVX2 6x16 100 -> 104 from 256 to 512, flat to 768.
-    // So: as deep as keeps both slivers, (MR + NR) x KC, within a quarter of L2, and no
-    // deeper than 512, past which there is nothing left to amortise.
+    // KC: as deep as keeps an A and a B sliver, (MR + NR) x KC, within a quarter of L2, at most
+    // 512; never shallower than Low et al.'s L1 model. See docs/DESIGN.md, "KC depth".
     const int64_t l1_model = std::max<int64_t>(1, (l1.ways - 1) * mr / (mr + nr)) *
                              (l1.size / (l1.ways * l1.line)) * l1.line / (mr * s);
     int64_t kc = std::max(l1_model, std::min<int64_t>(512, l2.size / 4 / ((mr + nr) * s)));
@@ -49,12 +76,10 @@ Blocking blocking_for(int mr, int nr, int s) {
     const int64_t cbc = std::max<int64_t>(1, l3.ways - 1 - a_ways3);
     int64_t nc = std::min<int64_t>(cbc * way3 / (kc * s), 8192);
 
-    // Read once: getenv scans the whole environment, a cost a small product would notice.
-    static const int64_t env_kc = env_size("FASTGEMM_KC"), env_mc = env_size("FASTGEMM_MC"),
-                         env_nc = env_size("FASTGEMM_NC");
-    if (env_kc) kc = env_kc;
-    if (env_mc) mc = env_mc;
-    if (env_nc) nc = env_nc;
+    const EnvBlocking& env = env_blocking();
+    if (env.kc) kc = env.kc;
+    if (env.mc) mc = env.mc;
+    if (env.nc) nc = env.nc;
     return {round_down(mc, mr), std::max<int64_t>(kc, 1), round_down(nc, nr)};
 }
 

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace fastgemm {
 
@@ -10,7 +12,17 @@ struct Blocking {
 };
 
 // The analytical model of Low et al. (2016), "Analytical modeling is enough for
-// high-performance BLIS", overridden by FASTGEMM_MC / FASTGEMM_KC / FASTGEMM_NC when set.
+// high-performance BLIS", overridden by FASTGEMM_MC / FASTGEMM_KC / FASTGEMM_NC when set to
+// an integer in range (see rejected_env_settings).
 Blocking blocking_for(int mr, int nr, int elem_size);
+
+// An environment override that was ignored.
+struct RejectedSetting {
+    std::string variable, value, reason;
+};
+// FASTGEMM_KC and FASTGEMM_MC must be 1..4096 and FASTGEMM_NC 1..16384, so a packed B panel
+// stays within 512 MiB and an A block within 128 MiB a thread (fp64). Values outside (or not
+// integers) are ignored, the model's value stands, and they are listed here.
+const std::vector<RejectedSetting>& rejected_env_settings();
 
 }  // namespace fastgemm

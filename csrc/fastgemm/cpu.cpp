@@ -65,4 +65,9 @@ const CpuFeatures& cpu_features() {
     return f;
 }
 
+bool runs_anywhere(const CpuFeatures&) { return true; }
+bool runs_avx2(const CpuFeatures& f) { return f.avx2; }
+bool runs_avx512(const CpuFeatures& f) { return f.avx512; }
+bool runs_neon(const CpuFeatures& f) { return f.neon; }
+
 }  // namespace fastgemm

@@ -15,4 +15,10 @@ struct CpuFeatures {
 
 const CpuFeatures& cpu_features();
 
+// The kernel sets' can_run predicates, compiled for the baseline ISA.
+bool runs_anywhere(const CpuFeatures&);
+bool runs_avx2(const CpuFeatures& f);
+bool runs_avx512(const CpuFeatures& f);
+bool runs_neon(const CpuFeatures& f);
+
 }  // namespace fastgemm

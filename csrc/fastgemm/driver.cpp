@@ -4,16 +4,11 @@
 #include <cstdint>
 
 #include "scratch.hpp"
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "threading.hpp"
 
 namespace fastgemm {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t round_up(int64_t a, int64_t m) { return ceil_div(a, m) * m; }
 int64_t align64(int64_t bytes) { return round_up(bytes, 64); }
 
 constexpr int kMaxTile = kMaxMR * 64;  // largest MR x NR of any kernel
@@ -33,7 +28,7 @@ Grid make_grid(int threads, int64_t m, int mr) {
 }
 
 template <typename T>
-void bounce_tile(const Microkernel<T>& uk, int64_t kc, T alpha, const T* ap, const T* bp,
+void bounce_tile(const KernelTable<T>& uk, int64_t kc, T alpha, const T* ap, const T* bp,
                  int64_t ldb, T beta, T* c, int64_t rsc, int64_t csc, int m, int n) {
     alignas(64) T tile[kMaxTile];
     uk.tiles[m].by_nv[(n + uk.lanes - 1) / uk.lanes](kc, alpha, ap, uk.mr, bp, ldb, T(0), tile,
@@ -48,7 +43,7 @@ void bounce_tile(const Microkernel<T>& uk, int64_t kc, T alpha, const T* ap, con
 }  // namespace
 
 template <typename T>
-void run_blocked(const Microkernel<T>& uk, const Blocking& bs, int threads, bool direct_b,
+void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b,
                  T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
     const int MR = uk.mr, NR = uk.nr;
     const int64_t m = c.rows, n = c.cols, k = a.cols;
@@ -75,8 +70,7 @@ void run_blocked(const Microkernel<T>& uk, const Blocking& bs, int threads, bool
         const Grid g = team == threads ? grid : make_grid(team, m, MR);
         const int gm = tid / g.tn, gn = tid % g.tn;
         // This thread's rows: an equal share of MR slivers, cut into equal blocks of at most
-        // MC. (Dealing out MC blocks round-robin left one thread up to a short block behind:
-        // 1050 rows against 998 at m = 2048 on 2 threads.)
+        // MC (dealt round-robin, MC blocks left one thread a short block behind).
         const int64_t r0 = std::min(m, m_slivers * gm / g.tm * MR);
         const int64_t r1 = std::min(m, m_slivers * (gm + 1) / g.tm * MR);
         const int64_t mc_t = r1 > r0 ? round_up(ceil_div(r1 - r0, ceil_div(r1 - r0, mc_max)), MR) : MR;
@@ -93,9 +87,7 @@ void run_blocked(const Microkernel<T>& uk, const Blocking& bs, int threads, bool
                 const T* b_pc = b.data + pc * b.rs + jc * b.cs;
                 uk.pack_b(kc, nc, b_pc, b.rs, b.cs, bp, in_place + packed * tid / team,
                           in_place + packed * (tid + 1) / team);
-                if (team > 1) {
-#pragma omp barrier
-                }
+                if (team > 1) team_barrier();
                 const int64_t s_lo = slivers * gn / g.tn, s_hi = slivers * (gn + 1) / g.tn;
                 for (int64_t ic = r0; ic < r1; ic += mc_t) {
                     const int64_t mc = std::min(mc_t, r1 - ic);
@@ -120,28 +112,17 @@ void run_blocked(const Microkernel<T>& uk, const Blocking& bs, int threads, bool
                     }
                 }
                 // The B panel is repacked next round: everyone must be done reading it.
-                if (team > 1) {
-#pragma omp barrier
-                }
+                if (team > 1) team_barrier();
             }
         }
     };
 
-    // One thread: no parallel region at all. Even a one-thread team costs a few microseconds
-    // of runtime bookkeeping per call, which is most of the time of a small product.
-#ifdef _OPENMP
-    if (threads > 1) {
-#pragma omp parallel num_threads(threads)
-        work(omp_get_thread_num(), omp_get_num_threads());
-        return;
-    }
-#endif
-    work(0, 1);
+    run_team(threads, work);
 }
 
-template void run_blocked<float>(const Microkernel<float>&, const Blocking&, int, bool, float,
+template void run_blocked<float>(const KernelTable<float>&, const Blocking&, int, bool, float,
                                  View<const float>, View<const float>, float, View<float>);
-template void run_blocked<double>(const Microkernel<double>&, const Blocking&, int, bool, double,
+template void run_blocked<double>(const KernelTable<double>&, const Blocking&, int, bool, double,
                                   View<const double>, View<const double>, double, View<double>);
 
 }  // namespace fastgemm

@@ -2,27 +2,16 @@
 // No Python here; the bindings and the C++ test driver both call this.
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <vector>
+#include "view.hpp"
 
 namespace fastgemm {
 
-// A matrix view with signed element strides (a transpose is just swapped strides,
-// a reversed axis a negative stride, a broadcast axis a zero stride).
-template <typename T>
-struct View {
-    T* data;
-    int64_t rows;
-    int64_t cols;
-    int64_t rs;  // elements between rows
-    int64_t cs;  // elements between columns
-};
-
 // C (m x n) = alpha * A (m x k) @ B (k x n) + beta * C.
 // beta == 0: C is never read. alpha == 0 or k == 0: A and B are never read.
-// Throws std::invalid_argument on mismatched shapes, std::overflow_error when the
-// sizes cannot be indexed with 64-bit integers. Results do not depend on the thread count.
+// Throws std::invalid_argument on mismatched shapes or a C whose elements overlap each other
+// (as BLAS refuses ldc < m), std::overflow_error when the sizes cannot be indexed with 64-bit
+// integers. Results do not depend on the thread count. Floating-point exception flags of the
+// calling thread: only those the true product raises (zero padding of the tiles raises none).
 template <typename T>
 void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c);
 

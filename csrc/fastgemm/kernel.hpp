@@ -3,12 +3,16 @@
 
 #include <cstdint>
 
+#include "cpu.hpp"
+
 namespace fastgemm {
 
 // Largest MR of any kernel.
 constexpr int kMaxMR = 16;
-// Widest C row, in vectors, that Microkernel::small handles.
+// Widest C row, in vectors, that KernelTable::small handles.
 constexpr int kSmallMaxVectors = 4;
+// Bytes of the partial-sum chunk gemv_rows works in; see docs/DESIGN.md, "Matrix-vector chunk".
+constexpr int64_t kGemvChunkBytes = 16384;
 
 // C[0:m, 0:n] = alpha * A @ B + beta * C for one register tile, m fixed by the instantiation.
 // Step p of the k loop reads A's m values at a + p*lda (contiguous: a packed sliver has
@@ -28,14 +32,14 @@ struct TileRow {
     UkernelFn<T> by_nv[kMaxNV + 1];
 };
 
+// Every kernel of one element type and one register tile shape.
 template <typename T>
-struct Microkernel {
+struct KernelTable {
     int mr;
     int nr;
     int lanes;  // elements per vector register
     // tiles[m].by_nv[v]: an m-row tile, 1 <= m <= mr, v vectors wide. An edge tile pays for
-    // the rows and vectors it has, not for MR x NR: a product with few rows (a decode step),
-    // or with n just past a multiple of NR (129 = 4 x 32 + 1), is not charged for a full tile.
+    // the rows and vectors it has, not for MR x NR (a decode step, n = 129 = 4 x 32 + 1).
     TileRow<T> tiles[kMaxMR + 1];
     // Copy an mc x kc block of A into ceil(mc/MR) slivers of MR x kc (column of the sliver
     // contiguous), zero-padding the last one.
@@ -46,9 +50,11 @@ struct Microkernel {
                    int64_t s0, int64_t s1);
     // Matrix-vector products, the shape of a product with one row or one column.
     // y[j] = alpha * sum_p x[p*incx] * M[p*ldm + j] + beta * y[j], j < n, y contiguous:
-    // M's rows are contiguous and streamed one after another.
+    // M's rows are contiguous and streamed one after another. `chunk`: kGemvChunkBytes of
+    // 64-byte aligned memory owned by the calling thread (off the stack: OpenMP workers may
+    // have small ones).
     void (*gemv_rows)(int64_t n, int64_t k, T alpha, const T* x, int64_t incx, const T* mat,
-                      int64_t ldm, T beta, T* y);
+                      int64_t ldm, T beta, T* y, T* chunk);
     // y[j*incy] = alpha * sum_p x[p] * M[j*ldm + p] + beta * y[j*incy], j < n, x contiguous:
     // one dot product per contiguous row of M.
     void (*gemv_dots)(int64_t n, int64_t k, T alpha, const T* x, const T* mat, int64_t ldm,
@@ -63,15 +69,27 @@ struct Microkernel {
     double (*fma_loop)(int64_t reps);
 };
 
+// Which path a product takes, by shape; see docs/DESIGN.md, "Shape-specific paths".
+struct Tuning {
+    int64_t direct_max_m;      // up to this many rows B is read in place, not packed
+    int64_t skinny_max_m;      // up to this many rows the skinny tables are used
+    int64_t small_max_work;    // up to this many multiply-adds (B in L2) the small kernel runs
+    int64_t head_min_slivers;  // a misaligned B gets a packed head only from this many slivers
+};
+
 struct KernelSet {
     const char* name;  // what FASTGEMM_KERNEL / set_kernel accept
     const char* isa;   // human-readable instruction set
-    Microkernel<float> f32;
-    Microkernel<double> f64;
+    // Whether this CPU and OS can execute the set. Baseline code (cpu.cpp), never code of the
+    // kernel file: it runs before anyone knows.
+    bool (*can_run)(const CpuFeatures&);
+    Tuning tuning;
+    KernelTable<float> f32;
+    KernelTable<double> f64;
     // For products with few rows, B read in place: a taller, narrower tile loads one vector
     // of B per MR FMAs, so a B streamed from memory still feeds the FMA units.
-    Microkernel<float> f32_skinny;
-    Microkernel<double> f64_skinny;
+    KernelTable<float> f32_skinny;
+    KernelTable<double> f64_skinny;
 };
 
 // One per kernel file; which ones exist depends on the target architecture. Constant-initialised

@@ -1,29 +1,61 @@
-// How many threads a call may use, and which OpenMP runtime provides them.
+// Threads: how many a call may use, and the only code that starts them (OpenMP lives in
+// threading.cpp alone).
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <memory>
+#include <type_traits>
+#include <utility>
 
 namespace fastgemm {
 
+// A non-owning reference to a callable: a function pointer and an object pointer, no
+// allocation (std::function allocated for the driver's lambdas). The callable must outlive it.
+template <typename Sig>
+class FunctionRef;
+
+template <typename R, typename... Args>
+class FunctionRef<R(Args...)> {
+public:
+    template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
+    FunctionRef(F&& f)  // NOLINT: implicit, like std::function
+        : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
+          call_([](void* o, Args... args) -> R {
+              return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(args)...);
+          }) {}
+    R operator()(Args... args) const { return call_(obj_, std::forward<Args>(args)...); }
+
+private:
+    void* obj_;
+    R (*call_)(void*, Args...);
+};
+
 // The cap a call may use (>= 1). Defaults to 1 until set; the Python layer sets the default.
-// Always 1 in a process forked after fastgemm ran threaded (see fork.hpp).
+// Always 1 in a process forked after fastgemm ran threaded.
 int max_threads();
-// Throws std::invalid_argument for n < 1.
+// Largest cap set_max_threads accepts: 4x the CPUs in this process's affinity mask, at
+// least 8. More only oversubscribes the machine, and each thread costs packing memory.
+int max_thread_limit();
+// Throws std::invalid_argument for n < 1 or n > max_thread_limit().
 void set_max_threads(int n);
 // Threads for an m x n x k product: 1 inside an OpenMP parallel region or for small work,
-// never more than the work can use, never more than max_threads(). A result > 1 means
-// the caller is about to start an OpenMP team, which fork safety must know about.
+// never more than the work can use, never more than max_threads(). See docs/DESIGN.md,
+// "Thread thresholds".
 int threads_for(int64_t m, int64_t n, int64_t k);
-// body(lo, hi) over [0, len) cut into `threads` contiguous ranges whose inner bounds are
-// multiples of `grain`, one per thread of an OpenMP team (no team when threads == 1).
-void parallel_ranges(int threads, int64_t len, int64_t grain,
-                     const std::function<void(int64_t, int64_t)>& body);
+
+// fn(tid, team) on a team of `threads` (fn(0, 1) on the caller, no team, when threads == 1).
+// The runtime may give fewer threads than asked: `team` is what it gave. fn must not throw.
+void run_team(int threads, FunctionRef<void(int, int)> fn);
+// Waits for every thread of the team run_team started; call only from its fn.
+void team_barrier();
+// body(tid, lo, hi) over [0, len) cut into `threads` contiguous ranges whose inner bounds are
+// multiples of `grain`, one per thread of a team (tid < threads). body must not throw.
+void parallel_ranges(int threads, int64_t len, int64_t grain, FunctionRef<void(int, int64_t, int64_t)> body);
+// body(i) for i in [0, count), handed out one at a time to `threads` threads as they come
+// free. The first exception thrown stops the remaining calls and is rethrown here.
+void dynamic_chunks(int threads, int64_t count, FunctionRef<void(int64_t)> body);
+
 // "libgomp", "libomp", ... or "none" when built without OpenMP.
 const char* openmp_runtime();
-
-// For fork.cpp: the child of a fork drops to one thread; if the parent had started an
-// OpenMP team, the child can never start one again (GNU OpenMP's pool does not survive fork).
-void after_fork_in_child();
 
 }  // namespace fastgemm

@@ -5,8 +5,10 @@
 // an exact allocation (the sanitizer catches any stray access) and once between sentinel-filled
 // guards (a stray write changes a sentinel). Portable: no ISA-specific code, kernels come from
 // runnable_kernels(), so it also runs on aarch64 under qemu.
+#include <cfenv>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -14,10 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "../fastgemm/batched.hpp"
 #include "../fastgemm/blocking.hpp"
 #include "../fastgemm/dispatch.hpp"
 #include "../fastgemm/gemm.hpp"
+#include "../fastgemm/scratch.hpp"
 #include "../fastgemm/threading.hpp"
+#include "../fastgemm/view.hpp"
+
+extern "C" int fastgemm_set_num_threads(int n);
 
 using fastgemm::View;
 
@@ -163,12 +170,12 @@ void run_case(const char* kernel, const Case& cs) {
     }
 }
 
-const fastgemm::Microkernel<float>& microkernel(const fastgemm::KernelSet& ks, float) { return ks.f32; }
-const fastgemm::Microkernel<double>& microkernel(const fastgemm::KernelSet& ks, double) { return ks.f64; }
+const fastgemm::KernelTable<float>& table_of(const fastgemm::KernelSet& ks, float) { return ks.f32; }
+const fastgemm::KernelTable<double>& table_of(const fastgemm::KernelSet& ks, double) { return ks.f64; }
 
 template <typename T>
 void run_kernel(const fastgemm::KernelSet& ks) {
-    const fastgemm::Microkernel<T>& uk = microkernel(ks, T(0));
+    const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
     const int64_t mr = uk.mr, nr = uk.nr;
     const fastgemm::Blocking bs = fastgemm::blocking_for(uk.mr, uk.nr, int(sizeof(T)));
     const int64_t mc = bs.mc, kc = bs.kc;
@@ -238,9 +245,169 @@ void bad_input() {
     expect_throw<std::invalid_argument>("unknown kernel name throws", [] { fastgemm::set_kernels("no-such-kernel"); });
 }
 
+
+// overlaps_itself against brute force: every (rows, cols, rs, cs) in a small box.
+void overlap_rule() {
+    bool ok = true;
+    for (int64_t rows = 0; rows <= 4 && ok; ++rows)
+        for (int64_t cols = 0; cols <= 4 && ok; ++cols)
+            for (int64_t rs = -6; rs <= 6 && ok; ++rs)
+                for (int64_t cs = -6; cs <= 6 && ok; ++cs) {
+                    bool brute = false;
+                    for (int64_t i = 0; i < rows; ++i)
+                        for (int64_t j = 0; j < cols; ++j)
+                            for (int64_t i2 = 0; i2 < rows; ++i2)
+                                for (int64_t j2 = 0; j2 < cols; ++j2)
+                                    if ((i != i2 || j != j2) && i * rs + j * cs == i2 * rs + j2 * cs) brute = true;
+                    const View<float> v{nullptr, rows, cols, rs, cs};
+                    if (fastgemm::overlaps_itself(v) != brute) {
+                        ok = false;
+                        std::printf("  overlaps_itself rows=%lld cols=%lld rs=%lld cs=%lld: %d, brute force %d\n",
+                                    (long long)rows, (long long)cols, (long long)rs, (long long)cs,
+                                    int(fastgemm::overlaps_itself(v)), int(brute));
+                    }
+                }
+    report(ok, "overlaps_itself matches brute force");
+    float x[16] = {};
+    const View<const float> a{x, 2, 2, 2, 1};
+    expect_throw<std::invalid_argument>("gemm refuses a C with a zero row stride", [&] {
+        fastgemm::gemm<float>(1.f, a, a, 0.f, View<float>{x, 2, 2, 0, 1});
+    });
+    expect_throw<std::invalid_argument>("gemm refuses a C whose rows overlap", [&] {
+        fastgemm::gemm<float>(1.f, a, a, 0.f, View<float>{x, 2, 2, 1, 1});
+    });
+    expect_throw<std::invalid_argument>("gemm_batched refuses a C that overlaps itself", [&] {
+        fastgemm::gemm_batched<float>(1.f, a, a, 0.f, View<float>{x, 2, 2, 0, 1}, {{2, 4, 4, 4}});
+    });
+    const View<float> c{x + 8, 2, 2, 2, 1};
+    report(fastgemm::c_disjoint(c, {{2, 4, 4, 4}}) && !fastgemm::c_disjoint(c, {{2, 4, 4, 3}}) &&
+               !fastgemm::c_disjoint(View<float>{x, 2, 2, 1, 1}, {}),
+           "c_disjoint: separate items, overlapping items, a self-overlapping matrix");
+}
+
+// gemv_rows must not compute on chunk lanes past the row length: a chunk full of signalling
+// NaNs (what a reused stack could hold) must raise no FE_INVALID and leave the result exact.
+template <typename T>
+void gemv_tail(const fastgemm::KernelSet& ks) {
+    const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
+    const int64_t elems = fastgemm::kGemvChunkBytes / int64_t(sizeof(T));
+    T* chunk = static_cast<T*>(std::aligned_alloc(64, size_t(fastgemm::kGemvChunkBytes)));
+    for (int64_t n : {int64_t(1), int64_t(3), int64_t(257), elems - 1, elems + 5}) {
+        const int64_t k = 9;
+        std::vector<T> x(static_cast<size_t>(k)), mat(static_cast<size_t>(k * n)), y(static_cast<size_t>(n), T(7));
+        for (int64_t p = 0; p < k; ++p) x[size_t(p)] = T(p + 1);
+        for (int64_t e = 0; e < k * n; ++e) mat[size_t(e)] = T(e % 5);
+        for (int64_t e = 0; e < elems; ++e) chunk[e] = std::numeric_limits<T>::signaling_NaN();
+        std::feclearexcept(FE_ALL_EXCEPT);
+        uk.gemv_rows(n, k, T(1), x.data(), 1, mat.data(), n, T(0), y.data(), chunk);
+        bool ok = !std::fetestexcept(FE_INVALID);
+        for (int64_t j = 0; j < n && ok; ++j) {
+            T want = 0;
+            for (int64_t p = 0; p < k; ++p) want += x[size_t(p)] * mat[size_t(p * n + j)];
+            ok = y[size_t(j)] == want;
+        }
+        report(ok, std::string(ks.name) + " " + type_name<T>() + " gemv_rows n=" + std::to_string(n) +
+                       ": no FE_INVALID from the chunk's tail, exact result");
+    }
+    std::free(chunk);
+}
+
+// An Inf in A or B: the zero padding of tiles and masked lanes must not leave FE_INVALID set
+// when the true product has no invalid operation; an inf - inf in it must still raise it.
+template <typename T>
+void padding_flags(const fastgemm::KernelSet& ks) {
+    const T inf = std::numeric_limits<T>::infinity();
+    const int64_t shapes[][3] = {{65, 65, 65}, {100, 100, 100}, {1, 300, 1000}, {64, 17, 300},
+                                 {300, 1, 7}, {7, 9, 5}, {300, 300, 3}, {33, 1000, 1}};
+    for (const auto& s : shapes) {
+        const int64_t m = s[0], n = s[1], k = s[2];
+        for (int where = 0; where < 3; ++where) {  // Inf in A, Inf in B, inf - inf in A
+            std::vector<T> a(size_t(m * k)), b(size_t(k * n)), c(size_t(m * n));
+            for (auto& v : a) v = T(0.5 + 0.25 * uniform());
+            for (auto& v : b) v = T(0.5 + 0.25 * uniform());
+            if (where == 0) a[0] = inf;
+            if (where == 1) b[size_t(k * n - 1)] = inf;
+            if (where == 2) {
+                a[0] = inf;
+                if (k > 1) a[1] = -inf;
+            }
+            const bool expect_nan = where == 2 && k > 1;
+            std::feclearexcept(FE_ALL_EXCEPT);
+            fastgemm::gemm<T>(T(1), {a.data(), m, k, k, 1}, {b.data(), k, n, n, 1}, T(0), {c.data(), m, n, n, 1});
+            const bool raised = std::fetestexcept(FE_INVALID) != 0;
+            bool nan = false;
+            for (T v : c) nan |= v != v;
+            std::feclearexcept(FE_ALL_EXCEPT);
+            report(raised == expect_nan && nan == expect_nan,
+                   std::string(ks.name) + " " + type_name<T>() + " " + std::to_string(m) + "x" + std::to_string(n) +
+                       "x" + std::to_string(k) + (where == 0 ? " Inf in A" : where == 1 ? " Inf in B" : " inf-inf") +
+                       ": FE_INVALID " + (raised ? "set" : "clear"));
+        }
+    }
+}
+
+void kernel_lookup_and_threads() {
+    for (const fastgemm::KernelSet* ks : fastgemm::compiled_kernels()) {
+        const fastgemm::Tuning& t = ks->tuning;
+        report(&fastgemm::find_kernels(ks->name, false) == ks && t.direct_max_m > 0 && t.skinny_max_m > 0 &&
+                   t.small_max_work > 0 && t.head_min_slivers > 0,
+               std::string("find_kernels and tuning of ") + ks->name);
+    }
+    expect_throw<std::invalid_argument>("find_kernels: unknown name", [] { fastgemm::find_kernels("nope", false); });
+    report(&fastgemm::find_kernels("generic", true) == &fastgemm::generic_kernels, "generic runs anywhere");
+
+    const int limit = fastgemm::max_thread_limit();
+    report(limit >= 8, "max_thread_limit >= 8");
+    expect_throw<std::invalid_argument>("set_max_threads above the limit", [&] { fastgemm::set_max_threads(limit + 1); });
+    expect_throw<std::invalid_argument>("set_max_threads(0)", [] { fastgemm::set_max_threads(0); });
+    report(fastgemm_set_num_threads(limit + 1) == -1 && fastgemm_set_num_threads(65536) == -1 &&
+               fastgemm_set_num_threads(0) == -1 && fastgemm::max_threads() == 2,
+           "C ABI refuses out-of-range thread counts and keeps the cap");
+    report(fastgemm_set_num_threads(limit) == 0 && fastgemm::max_threads() == limit, "C ABI sets the limit itself");
+    fastgemm::set_max_threads(2);
+
+    // parallel_ranges covers [0, len) once; dynamic_chunks rethrows the first exception.
+    std::vector<int> hits(1000, 0);
+    fastgemm::parallel_ranges(2, 1000, 16, [&](int, int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) ++hits[size_t(i)];
+    });
+    bool once = true;
+    for (int h : hits) once &= h == 1;
+    report(once, "parallel_ranges covers every index once");
+    expect_throw<std::runtime_error>("dynamic_chunks rethrows", [] {
+        fastgemm::dynamic_chunks(2, 50, [](int64_t i) {
+            if (i == 17) throw std::runtime_error("x");
+        });
+    });
+    // A large scratch buffer is given back for a much smaller need.
+    void* big = fastgemm::thread_scratch(size_t(64) << 20);
+    void* small = fastgemm::thread_scratch(size_t(1) << 20);
+    report(big != nullptr && small != nullptr, "thread_scratch grows and shrinks");
+}
+
+// Out-of-range blocking overrides are ignored and listed (they killed the process with SIGFPE).
+void env_overrides() {
+    const auto& rejected = fastgemm::rejected_env_settings();
+    bool kc = false, mc = false, nc = false;
+    for (const auto& r : rejected) {
+        kc |= r.variable == "FASTGEMM_KC" && r.value == "99999999999999999999";
+        mc |= r.variable == "FASTGEMM_MC" && r.value == "abc";
+        nc |= r.variable == "FASTGEMM_NC" && r.value == "1000000000000";
+    }
+    report(kc && mc && nc && rejected.size() == 3, "FASTGEMM_KC/MC/NC out of range are rejected and listed");
+    const fastgemm::Blocking b = fastgemm::blocking_for(6, 16, 4);
+    report(b.kc >= 1 && b.kc <= 4096 && b.mc >= 6 && b.mc <= 4096 && b.nc >= 16 && b.nc <= 16384,
+           "blocking falls back to the model");
+}
+
 }  // namespace
 
 int main() {
+    // Read once, at the first blocking_for: set before anything computes.
+    setenv("FASTGEMM_KC", "99999999999999999999", 1);
+    setenv("FASTGEMM_MC", "abc", 1);
+    setenv("FASTGEMM_NC", "1000000000000", 1);
+    env_overrides();
     // Enough threads that the larger shapes take the parallel path too.
     fastgemm::set_max_threads(2);
     const std::string before = fastgemm::active_kernels().name;
@@ -250,10 +417,18 @@ int main() {
         const int f0 = failed;
         run_kernel<float>(*ks);
         run_kernel<double>(*ks);
+        gemv_tail<float>(*ks);
+        gemv_tail<double>(*ks);
+        fastgemm::set_max_threads(1);  // flags of worker threads never reach the caller
+        padding_flags<float>(*ks);
+        padding_flags<double>(*ks);
+        fastgemm::set_max_threads(2);
         std::printf("kernel %-8s %s\n", ks->name, failed == f0 ? "ok" : "FAILED");
     }
     fastgemm::set_kernels(before);
     bad_input();
+    overlap_rule();
+    kernel_lookup_and_threads();
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -4,7 +4,7 @@
 // 12 accumulators, one B vector, one broadcast.
 #include <immintrin.h>
 
-#include "tile.hpp"
+#include "table.hpp"
 
 namespace fastgemm {
 namespace {
@@ -16,7 +16,6 @@ struct Avx2F32 {
     static constexpr int W = 8;
     static reg zero() { return _mm256_setzero_ps(); }
     static reg set1(T x) { return _mm256_set1_ps(x); }
-    static reg load(const T* p) { return _mm256_load_ps(p); }
     static reg loadu(const T* p) { return _mm256_loadu_ps(p); }
     static void storeu(T* p, reg r) { _mm256_storeu_ps(p, r); }
     static mask lanes(int n) {
@@ -35,7 +34,6 @@ struct Avx2F64 {
     static constexpr int W = 4;
     static reg zero() { return _mm256_setzero_pd(); }
     static reg set1(T x) { return _mm256_set1_pd(x); }
-    static reg load(const T* p) { return _mm256_load_pd(p); }
     static reg loadu(const T* p) { return _mm256_loadu_pd(p); }
     static void storeu(T* p, reg r) { _mm256_storeu_pd(p, r); }
     static mask lanes(int n) {
@@ -49,10 +47,13 @@ struct Avx2F64 {
 
 }  // namespace
 
-constexpr KernelSet avx2_kernels{"avx2", "AVX2+FMA",
-                              tile::microkernel<Avx2F32, 6, 2>(),
-                              tile::microkernel<Avx2F64, 6, 2>(),
-                              tile::microkernel<Avx2F32, 12, 1>(),
-                              tile::microkernel<Avx2F64, 12, 1>()};
+// Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
+// docs/DESIGN.md, "Measured decisions".
+constexpr KernelSet avx2_kernels{"avx2", "AVX2+FMA", &runs_avx2,
+                                 Tuning{256, 128, int64_t(512) * 512 * 512, 16},
+                                 kernels::kernel_table<Avx2F32, 6, 2>(),
+                                 kernels::kernel_table<Avx2F64, 6, 2>(),
+                                 kernels::kernel_table<Avx2F32, 12, 1>(),
+                                 kernels::kernel_table<Avx2F64, 12, 1>()};
 
 }  // namespace fastgemm

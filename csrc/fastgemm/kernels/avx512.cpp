@@ -1,19 +1,10 @@
 // AVX-512 (F/BW/VL/DQ) kernels: compiled with AVX-512 flags, only ever called after dispatch
 // has seen the CPU and the OS's saved state allow them.
-//
-// Tiles: 14 x 32 fp32 (28 zmm accumulators, 2 for the B row, 1 broadcast) and 6 x 32 fp64
-// (24 accumulators, 4 for the B row). fp64 measured the same way (2048^3, kc 512, of a
-// 59 GF/s peak): 6x32 54.0, 8x24 53.6, 14x16 52.9, 12x16 52.3, 28x8 50.1.
-// Skinny tiles 16 x 16 fp32 / 16 x 8 fp64 (B read in place, few rows): at M = 16, N = K =
-// 4096 fp32, 16x16 ran 94.8 GF/s against 76.1 for 14x32 (and 42 with B packed); at M = 128
-// 106.6 against 99.4; at M = 256 the 14x32 tile is ahead (106 against 91).
-// fp32 chosen by measurement on Zen 4 (1 thread, 2048^3, kc 512, thread CPU time, GF/s of a
-// 118 GF/s peak): 14x32 103.3, 6x64 100.6, 8x48 100.0, 12x32 97.1, 28x16 93.4. In L1 they
-// all reach ~116; 14x32 wins in the full product because it loads the least B per FMA
-// that still keeps C rows contiguous (row-major C is stored with full 64-byte vectors).
+// Tiles 14 x 32 fp32 (28 zmm accumulators) and 6 x 32 fp64 (24); skinny 16 x 16 / 16 x 8 for
+// few rows with B read in place: see docs/DESIGN.md, "Tile shapes" and "Skinny tiles".
 #include <immintrin.h>
 
-#include "tile.hpp"
+#include "table.hpp"
 
 namespace fastgemm {
 namespace {
@@ -25,7 +16,6 @@ struct Avx512F32 {
     static constexpr int W = 16;
     static reg zero() { return _mm512_setzero_ps(); }
     static reg set1(T x) { return _mm512_set1_ps(x); }
-    static reg load(const T* p) { return _mm512_load_ps(p); }
     static reg loadu(const T* p) { return _mm512_loadu_ps(p); }
     static void storeu(T* p, reg r) { _mm512_storeu_ps(p, r); }
     static mask lanes(int n) { return n >= W ? mask(0xFFFF) : n <= 0 ? mask(0) : mask((1u << n) - 1); }
@@ -42,7 +32,6 @@ struct Avx512F64 {
     static constexpr int W = 8;
     static reg zero() { return _mm512_setzero_pd(); }
     static reg set1(T x) { return _mm512_set1_pd(x); }
-    static reg load(const T* p) { return _mm512_load_pd(p); }
     static reg loadu(const T* p) { return _mm512_loadu_pd(p); }
     static void storeu(T* p, reg r) { _mm512_storeu_pd(p, r); }
     static mask lanes(int n) { return n >= W ? mask(0xFF) : n <= 0 ? mask(0) : mask((1u << n) - 1); }
@@ -52,10 +41,8 @@ struct Avx512F64 {
     static reg mul(reg a, reg b) { return _mm512_mul_pd(a, b); }
 };
 
-// Packing row-major A (unit stride along k) into MR-row slivers is a transpose; done one
-// element at a time it cost 3% of a 2048^3 product and 13% of a 64^3 one. These move 16 (fp32)
-// or 8 (fp64) k-steps of a sliver at once through an in-register transpose.
-
+// Packing row-major A into MR-row slivers is a transpose: these move 16 (fp32) or 8 (fp64)
+// k-steps of a sliver at once in registers; see docs/DESIGN.md, "Packing transposes".
 
 // rows[0..15] -> columns: out[c] holds rows[0..15][c].
 inline void transpose_block(__m512 r[16]) {
@@ -108,7 +95,7 @@ void pack_a_rows(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, in
                  typename V::T* ap) {
     using T = typename V::T;
     constexpr int W = V::W;
-    if (csa != 1) return tile::pack_a<V, MR>(mc, kc, a, rsa, csa, ap);
+    if (csa != 1) return kernels::pack_a<V, MR>(mc, kc, a, rsa, csa, ap);
     const typename V::mask rows_mask = V::lanes(MR);
     const int64_t full = mc / MR * MR, kv = kc / W * W;
     for (int64_t i0 = 0; i0 < full; i0 += MR, ap += MR * kc) {
@@ -122,22 +109,25 @@ void pack_a_rows(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, in
         for (int64_t p = kv; p < kc; ++p)
             for (int i = 0; i < MR; ++i) ap[p * MR + i] = a0[i * rsa + p];
     }
-    if (full < mc) tile::pack_a<V, MR>(mc - full, kc, a + full * rsa, rsa, csa, ap);
+    if (full < mc) kernels::pack_a<V, MR>(mc - full, kc, a + full * rsa, rsa, csa, ap);
 }
 
 template <typename V, int MR, int NV>
-constexpr Microkernel<typename V::T> kernel() {
-    Microkernel<typename V::T> k = tile::microkernel<V, MR, NV>();
+constexpr KernelTable<typename V::T> table() {
+    KernelTable<typename V::T> k = kernels::kernel_table<V, MR, NV>();
     if constexpr (MR <= V::W) k.pack_a = &pack_a_rows<V, MR>;
     return k;
 }
 
 }  // namespace
 
-constexpr KernelSet avx512_kernels{"avx512", "AVX-512 F/BW/VL/DQ",
-                              kernel<Avx512F32, 14, 2>(),
-                              kernel<Avx512F64, 6, 4>(),
-                              kernel<Avx512F32, 16, 1>(),
-                              kernel<Avx512F64, 16, 1>()};
+// Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
+// docs/DESIGN.md, "Measured decisions".
+constexpr KernelSet avx512_kernels{"avx512", "AVX-512 F/BW/VL/DQ", &runs_avx512,
+                                   Tuning{256, 128, int64_t(512) * 512 * 512, 16},
+                                   table<Avx512F32, 14, 2>(),
+                                   table<Avx512F64, 6, 4>(),
+                                   table<Avx512F32, 16, 1>(),
+                                   table<Avx512F64, 16, 1>()};
 
 }  // namespace fastgemm

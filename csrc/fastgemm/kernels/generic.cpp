@@ -1,6 +1,6 @@
 // Portable C++ kernels: correct on every target, the reference the SIMD kernels are tested
 // against, and the fallback on CPUs without the SIMD sets we have kernels for.
-#include "tile.hpp"
+#include "table.hpp"
 
 namespace fastgemm {
 namespace {
@@ -14,7 +14,6 @@ struct Scalar {
     static constexpr int W = 1;
     static reg zero() { return T(0); }
     static reg set1(T x) { return x; }
-    static reg load(const T* p) { return *p; }
     static reg loadu(const T* p) { return *p; }
     static void storeu(T* p, reg r) { *p = r; }
     static mask lanes(int n) { return n > 0; }
@@ -28,10 +27,13 @@ struct Scalar {
 
 }  // namespace
 
-constexpr KernelSet generic_kernels{"generic", "portable C++",
-                              tile::microkernel<Scalar<float>, 4, 8>(),
-                              tile::microkernel<Scalar<double>, 4, 4>(),
-                              tile::microkernel<Scalar<float>, 4, 8>(),
-                              tile::microkernel<Scalar<double>, 4, 4>()};
+// Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
+// docs/DESIGN.md, "Measured decisions".
+constexpr KernelSet generic_kernels{"generic", "portable C++", &runs_anywhere,
+                                    Tuning{256, 128, int64_t(512) * 512 * 512, 16},
+                                    kernels::kernel_table<Scalar<float>, 4, 8>(),
+                                    kernels::kernel_table<Scalar<double>, 4, 4>(),
+                                    kernels::kernel_table<Scalar<float>, 4, 8>(),
+                                    kernels::kernel_table<Scalar<double>, 4, 4>()};
 
 }  // namespace fastgemm

@@ -8,7 +8,7 @@
 // take the plain ld1/st1 path.
 #include <arm_neon.h>
 
-#include "tile.hpp"
+#include "table.hpp"
 
 namespace fastgemm {
 namespace {
@@ -20,7 +20,6 @@ struct NeonF32 {
     static constexpr int W = 4;
     static reg zero() { return vdupq_n_f32(0.0f); }
     static reg set1(T x) { return vdupq_n_f32(x); }
-    static reg load(const T* p) { return vld1q_f32(p); }
     static reg loadu(const T* p) { return vld1q_f32(p); }
     static void storeu(T* p, reg r) { vst1q_f32(p, r); }
     static mask lanes(int n) { return n >= W ? W : n <= 0 ? 0 : n; }
@@ -47,7 +46,6 @@ struct NeonF64 {
     static constexpr int W = 2;
     static reg zero() { return vdupq_n_f64(0.0); }
     static reg set1(T x) { return vdupq_n_f64(x); }
-    static reg load(const T* p) { return vld1q_f64(p); }
     static reg loadu(const T* p) { return vld1q_f64(p); }
     static void storeu(T* p, reg r) { vst1q_f64(p, r); }
     static mask lanes(int n) { return n >= W ? W : n <= 0 ? 0 : n; }
@@ -65,11 +63,14 @@ struct NeonF64 {
 
 }  // namespace
 
-constexpr KernelSet neon_kernels{"neon", "NEON (Advanced SIMD)",
-                              tile::microkernel<NeonF32, 8, 3>(),
-                              tile::microkernel<NeonF64, 8, 3>(),
-                              // No aarch64 machine to measure a skinny tile on: reuse the main one.
-                              tile::microkernel<NeonF32, 8, 3>(),
-                              tile::microkernel<NeonF64, 8, 3>()};
+// Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
+// docs/DESIGN.md, "Measured decisions".
+constexpr KernelSet neon_kernels{"neon", "NEON (Advanced SIMD)", &runs_neon,
+                                 Tuning{256, 128, int64_t(512) * 512 * 512, 16},
+                                 kernels::kernel_table<NeonF32, 8, 3>(),
+                                 kernels::kernel_table<NeonF64, 8, 3>(),
+                                 // No aarch64 machine to measure a skinny tile on: reuse the main one.
+                                 kernels::kernel_table<NeonF32, 8, 3>(),
+                                 kernels::kernel_table<NeonF64, 8, 3>()};
 
 }  // namespace fastgemm

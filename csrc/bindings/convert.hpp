@@ -1,0 +1,60 @@
+// ndarray -> core View, shared by every binding that hands NumPy arrays to the core.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "../fastgemm/view.hpp"
+
+namespace fastgemm {
+namespace bindings {
+
+// dtype T in native byte order. Compared by type number: dtype objects are not unique (an
+// array that went through pickle has its own float32 descriptor).
+template <typename T>
+void check_dtype(const pybind11::array& x, const std::string& what) {
+    using E = std::remove_const_t<T>;
+    const pybind11::dtype want = pybind11::dtype::of<E>();
+    const pybind11::dtype got = x.dtype();
+    if (got.num() != want.num())
+        throw pybind11::type_error(what + ": wrong dtype " + std::string(pybind11::str(got)) + ", expected " +
+                                   std::string(pybind11::str(want)));
+    constexpr char native = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? '<' : '>';
+    const char order = got.byteorder();
+    if (order != '=' && order != '|' && order != native)
+        throw pybind11::type_error(what + ": dtype " + std::string(pybind11::str(got.attr("str"))) +
+                                   " is not in native byte order; convert it with .astype(" +
+                                   std::string(pybind11::str(want)) + ")");
+}
+
+// Element stride of axis `axis` (byte strides must be whole elements).
+template <typename T>
+int64_t element_stride(const pybind11::array& x, pybind11::ssize_t axis, const std::string& what) {
+    const auto item = pybind11::ssize_t(sizeof(T));
+    if (x.strides(axis) % item) throw pybind11::value_error(what + ": strides are not a multiple of the item size");
+    return x.strides(axis) / item;
+}
+
+// The matrix in x's last two axes (item 0 of a stack), dtype-checked. T const: read only;
+// otherwise x must be writeable.
+template <typename T>
+View<T> matrix_view(const pybind11::array& x, const std::string& what) {
+    check_dtype<T>(x, what);
+    if (x.ndim() < 2) throw pybind11::value_error(what + ": expected at least 2 dimensions");
+    T* data;
+    if constexpr (std::is_const_v<T>) {
+        data = static_cast<T*>(x.data());
+    } else {
+        if (!x.writeable()) throw pybind11::value_error(what + ": array is read-only");
+        data = static_cast<T*>(const_cast<pybind11::array&>(x).mutable_data());
+    }
+    const pybind11::ssize_t r = x.ndim() - 2, c = x.ndim() - 1;
+    return {data, x.shape(r), x.shape(c), element_stride<T>(x, r, what), element_stride<T>(x, c, what)};
+}
+
+}  // namespace bindings
+}  // namespace fastgemm

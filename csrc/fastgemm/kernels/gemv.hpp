@@ -1,0 +1,120 @@
+// Matrix-vector kernels: one row or one column of C, the matrix streamed once.
+// Included only from kernels/*.cpp (through table.hpp). Every template takes a vector-traits
+// type V, and each kernel file's V is a distinct type in an anonymous namespace, so
+// instantiations compiled with different ISA flags never share a symbol (the linker could
+// otherwise keep an AVX-512 copy and hand it to baseline code).
+#pragma once
+
+#include <cstdint>
+
+#include "../kernel.hpp"
+
+namespace fastgemm {
+namespace kernels {
+
+// y += sum_p x[p] M[p, :], four rows of M at a time so y, kept in L1 in chunks, is loaded and
+// stored once per four rows; each row of M is one sequential stream. Per element of y the
+// sum runs over p in order.
+template <typename V>
+void gemv_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x, int64_t incx,
+               const typename V::T* mat, int64_t ldm, typename V::T beta, typename V::T* y,
+               typename V::T* t) {
+    using T = typename V::T;
+    using R = typename V::reg;
+    constexpr int W = V::W;
+    // Partial sums in the caller's chunk; see docs/DESIGN.md, "Matrix-vector chunk".
+    constexpr int64_t kChunk = kGemvChunkBytes / int64_t(sizeof(T));
+    static_assert(kChunk % W == 0, "the chunk holds whole vectors");
+    for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+        const int64_t len = n - j0 < kChunk ? n - j0 : kChunk;
+        const int64_t full = len / W * W;
+        const typename V::mask tail = V::lanes(int(len - full));
+        // The tail vector's lanes past len are summed too (0 * masked-out zeros): start them at 0.
+        for (int64_t j = 0, padded = full < len ? full + W : full; j < padded; ++j) t[j] = T(0);
+        const T* m0 = mat + j0;
+        int64_t p = 0;
+        for (; p + 4 <= k; p += 4) {
+            const R x0 = V::set1(x[p * incx]), x1 = V::set1(x[(p + 1) * incx]),
+                    x2 = V::set1(x[(p + 2) * incx]), x3 = V::set1(x[(p + 3) * incx]);
+            const T *r0 = m0 + p * ldm, *r1 = r0 + ldm, *r2 = r1 + ldm, *r3 = r2 + ldm;
+            for (int64_t j = 0; j < full; j += W) {
+                R acc = V::loadu(t + j);
+                acc = V::fmadd(x0, V::loadu(r0 + j), acc);
+                acc = V::fmadd(x1, V::loadu(r1 + j), acc);
+                acc = V::fmadd(x2, V::loadu(r2 + j), acc);
+                acc = V::fmadd(x3, V::loadu(r3 + j), acc);
+                V::storeu(t + j, acc);
+            }
+            if (full < len) {
+                R acc = V::loadu(t + full);
+                acc = V::fmadd(x0, V::maskz_loadu(tail, r0 + full), acc);
+                acc = V::fmadd(x1, V::maskz_loadu(tail, r1 + full), acc);
+                acc = V::fmadd(x2, V::maskz_loadu(tail, r2 + full), acc);
+                acc = V::fmadd(x3, V::maskz_loadu(tail, r3 + full), acc);
+                V::storeu(t + full, acc);
+            }
+        }
+        for (; p < k; ++p) {
+            const R xp = V::set1(x[p * incx]);
+            const T* r = m0 + p * ldm;
+            for (int64_t j = 0; j < full; j += W) V::storeu(t + j, V::fmadd(xp, V::loadu(r + j), V::loadu(t + j)));
+            if (full < len) V::storeu(t + full, V::fmadd(xp, V::maskz_loadu(tail, r + full), V::loadu(t + full)));
+        }
+        T* yc = y + j0;
+        for (int64_t j = 0; j < len; ++j) yc[j] = beta == T(0) ? alpha * t[j] : alpha * t[j] + beta * yc[j];
+    }
+}
+
+// y[j] = dot(x, M[j, :]) for four rows of M at a time (x loaded once per four dots); each dot
+// keeps W partial sums and adds them up at the end.
+template <typename V>
+void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x,
+               const typename V::T* mat, int64_t ldm, typename V::T beta, typename V::T* y,
+               int64_t incy) {
+    using T = typename V::T;
+    using R = typename V::reg;
+    constexpr int W = V::W;
+    const int64_t full = k / W * W;
+    const typename V::mask tail = V::lanes(int(k - full));
+    auto finish = [&](R acc, int64_t j) {
+        T lanes[W];
+        V::storeu(lanes, acc);
+        T sum = T(0);
+        for (int l = 0; l < W; ++l) sum += lanes[l];
+        T& yj = y[j * incy];
+        yj = beta == T(0) ? alpha * sum : alpha * sum + beta * yj;
+    };
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        const T *r0 = mat + j * ldm, *r1 = r0 + ldm, *r2 = r1 + ldm, *r3 = r2 + ldm;
+        R a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
+        for (int64_t p = 0; p < full; p += W) {
+            const R xv = V::loadu(x + p);
+            a0 = V::fmadd(V::loadu(r0 + p), xv, a0);
+            a1 = V::fmadd(V::loadu(r1 + p), xv, a1);
+            a2 = V::fmadd(V::loadu(r2 + p), xv, a2);
+            a3 = V::fmadd(V::loadu(r3 + p), xv, a3);
+        }
+        if (full < k) {
+            const R xv = V::maskz_loadu(tail, x + full);
+            a0 = V::fmadd(V::maskz_loadu(tail, r0 + full), xv, a0);
+            a1 = V::fmadd(V::maskz_loadu(tail, r1 + full), xv, a1);
+            a2 = V::fmadd(V::maskz_loadu(tail, r2 + full), xv, a2);
+            a3 = V::fmadd(V::maskz_loadu(tail, r3 + full), xv, a3);
+        }
+        finish(a0, j);
+        finish(a1, j + 1);
+        finish(a2, j + 2);
+        finish(a3, j + 3);
+    }
+    for (; j < n; ++j) {
+        const T* r = mat + j * ldm;
+        R acc = V::zero();
+        for (int64_t p = 0; p < full; p += W) acc = V::fmadd(V::loadu(r + p), V::loadu(x + p), acc);
+        if (full < k) acc = V::fmadd(V::maskz_loadu(tail, r + full), V::maskz_loadu(tail, x + full), acc);
+        finish(acc, j);
+    }
+}
+
+}  // namespace kernels
+}  // namespace fastgemm

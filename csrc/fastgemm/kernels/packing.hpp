@@ -1,0 +1,70 @@
+// Packing A into MR-row slivers and B into NR-column slivers, zero-padding the edges.
+// Included only from kernels/*.cpp (through table.hpp). Every template takes a vector-traits
+// type V, and each kernel file's V is a distinct type in an anonymous namespace, so
+// instantiations compiled with different ISA flags never share a symbol (the linker could
+// otherwise keep an AVX-512 copy and hand it to baseline code).
+#pragma once
+
+#include <cstdint>
+
+#include "../kernel.hpp"
+
+namespace fastgemm {
+namespace kernels {
+
+template <typename V, int MR>
+void pack_a(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, int64_t csa,
+            typename V::T* ap) {
+    using T = typename V::T;
+    for (int64_t i0 = 0; i0 < mc; i0 += MR, ap += MR * kc) {
+        const T* a0 = a + i0 * rsa;
+        const int64_t rows = mc - i0 < MR ? mc - i0 : MR;
+        if (rows == MR && csa == 1) {
+            // Each row of A is contiguous along k: read rows, write the sliver's columns.
+            for (int i = 0; i < MR; ++i) {
+                const T* ar = a0 + i * rsa;
+                for (int64_t p = 0; p < kc; ++p) ap[p * MR + i] = ar[p];
+            }
+        } else if (rows == MR && rsa == 1) {
+            for (int64_t p = 0; p < kc; ++p) {
+                const T* ac = a0 + p * csa;
+#pragma GCC unroll 64
+                for (int i = 0; i < MR; ++i) ap[p * MR + i] = ac[i];
+            }
+        } else {
+            for (int64_t p = 0; p < kc; ++p)
+                for (int i = 0; i < MR; ++i) ap[p * MR + i] = i < rows ? a0[i * rsa + p * csa] : T(0);
+        }
+    }
+}
+
+template <typename V, int NR>
+void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t csb,
+            typename V::T* bp, int64_t s0, int64_t s1) {
+    using T = typename V::T;
+    for (int64_t s = s0; s < s1; ++s) {
+        const int64_t j0 = s * NR;
+        const int64_t cols = nc - j0 < NR ? nc - j0 : NR;
+        const T* b0 = b + j0 * csb;
+        T* dst = bp + s * NR * kc;
+        if (cols == NR && csb == 1) {
+            for (int64_t p = 0; p < kc; ++p) {
+                const T* br = b0 + p * rsb;
+#pragma GCC unroll 64
+                for (int j = 0; j < NR; ++j) dst[p * NR + j] = br[j];
+            }
+        } else if (cols == NR && rsb == 1) {
+            // B transposed: each column is contiguous along k.
+            for (int j = 0; j < NR; ++j) {
+                const T* bc = b0 + j * csb;
+                for (int64_t p = 0; p < kc; ++p) dst[p * NR + j] = bc[p];
+            }
+        } else {
+            for (int64_t p = 0; p < kc; ++p)
+                for (int j = 0; j < NR; ++j) dst[p * NR + j] = j < cols ? b0[p * rsb + j * csb] : T(0);
+        }
+    }
+}
+
+}  // namespace kernels
+}  // namespace fastgemm

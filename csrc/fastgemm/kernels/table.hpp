@@ -1,0 +1,73 @@
+// What a kernel file includes: the FMA-peak loop and the builder of a KernelTable from the
+// kernel templates, written once over a vector-traits type V and instantiated by each kernel
+// file under its own ISA flags.
+// Included only from kernels/*.cpp (through table.hpp). Every template takes a vector-traits
+// type V, and each kernel file's V is a distinct type in an anonymous namespace, so
+// instantiations compiled with different ISA flags never share a symbol (the linker could
+// otherwise keep an AVX-512 copy and hand it to baseline code).
+//
+// V provides: T, reg, mask, W (lanes), zero(), set1(x), loadu(p), storeu(p, r),
+// lanes(n) (mask of the first n lanes), maskz_loadu(m, p) (masked-off lanes read as 0),
+// mask_storeu(p, m, r), fmadd(a, b, c) = a*b + c, mul(a, b).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "../kernel.hpp"
+#include "gemv.hpp"
+#include "microkernel.hpp"
+#include "packing.hpp"
+#include "small.hpp"
+
+namespace fastgemm {
+namespace kernels {
+
+// Independent FMA chains, enough to cover latency x issue width on the cores we target
+// (4 cycles x 2 pipes), few enough that chains plus operands fit in 16 registers (AVX2):
+// a spill would measure the load/store units instead. Returns the flops done; the caller times it.
+template <typename V>
+double fma_loop(int64_t reps) {
+    using T = typename V::T;
+    using R = typename V::reg;
+    constexpr int CHAINS = 12;
+    R acc[CHAINS];
+#pragma GCC unroll 12
+    for (int i = 0; i < CHAINS; ++i) acc[i] = V::set1(T(i));
+    const R x = V::set1(T(0.999999)), y = V::set1(T(1e-7));
+    for (int64_t r = 0; r < reps; ++r) {
+#pragma GCC unroll 12
+        for (int i = 0; i < CHAINS; ++i) acc[i] = V::fmadd(acc[i], x, y);
+    }
+    R sum = acc[0];
+#pragma GCC unroll 12
+    for (int i = 1; i < CHAINS; ++i) sum = V::mul(sum, acc[i]);
+    T out[V::W];
+    V::storeu(out, sum);
+    volatile T sink = out[0];
+    (void)sink;
+    return double(reps) * CHAINS * V::W * 2;
+}
+
+template <typename V, int M, int... N>
+constexpr TileRow<typename V::T> tile_row(std::integer_sequence<int, N...>) {
+    return {{nullptr, &ukernel<V, M, N + 1>...}};
+}
+
+template <typename V, int MR, int NV, int... M>
+constexpr KernelTable<typename V::T> kernel_table(std::integer_sequence<int, M...>) {
+    return {MR, NV * V::W, V::W,
+            {TileRow<typename V::T>{}, tile_row<V, M + 1>(std::make_integer_sequence<int, NV>{})...},
+            &pack_a<V, MR>,
+            &pack_b<V, NV * V::W>, &gemv_rows<V>, &gemv_dots<V>, &small<V>, &fma_loop<V>};
+}
+
+// The table of every kernel for an MR x (NV vectors) register tile over vector traits V.
+template <typename V, int MR, int NV>
+constexpr KernelTable<typename V::T> kernel_table() {
+    static_assert(MR <= kMaxMR && NV <= kMaxNV, "raise kMaxMR / kMaxNV");
+    return kernel_table<V, MR, NV>(std::make_integer_sequence<int, MR>{});
+}
+
+}  // namespace kernels
+}  // namespace fastgemm

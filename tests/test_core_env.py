@@ -1,0 +1,136 @@
+"""The core under hostile settings: blocking overrides, thread counts, small worker stacks,
+and memory returned after a call on many threads. Each case runs in a fresh interpreter."""
+
+import ctypes
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import fastgemm as fg
+from fastgemm import _core
+
+
+def run_python(code, env=None, timeout=180):
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("FASTGEMM_", "OMP_"))}
+    full.update(env or {})
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+_BLOCKING = """
+    import numpy as np
+    import fastgemm as fg
+    from fastgemm import _core
+    a = np.ones((300, 200), np.float32)
+    b = np.ones((200, 100), np.float32)
+    assert (fg.gemm(a, b) == 200).all()
+    i = fg.info()
+    print(i["mc"], i["kc"], i["nc"], i["float64"]["kc"])
+    print(repr(_core.rejected_env_settings()))
+"""
+
+
+def test_blocking_defaults():
+    r = run_python(_BLOCKING)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[1] == "[]"
+
+
+@pytest.mark.parametrize("var", ["FASTGEMM_KC", "FASTGEMM_MC", "FASTGEMM_NC"])
+@pytest.mark.parametrize("value", ["99999999999999999999", "1000000000000", "0", "-5", "12abc", "4097000"])
+def test_bad_blocking_override_is_ignored(var, value):
+    # Used to die with SIGFPE (strtoll clamps, ceil_div overflows) or std::bad_alloc.
+    default = run_python(_BLOCKING)
+    r = run_python(_BLOCKING, env={var: value})
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    sizes, rejected = r.stdout.splitlines()
+    assert sizes == default.stdout.splitlines()[0]
+    entries = eval(rejected)
+    assert len(entries) == 1
+    name, raw, reason = entries[0]
+    assert (name, raw) == (var, value) and ("range" in reason or "integer" in reason)
+
+
+def test_good_blocking_override_is_used():
+    r = run_python(_BLOCKING, env={"FASTGEMM_KC": "100", "FASTGEMM_NC": "16384"})
+    assert r.returncode == 0, r.stderr
+    mc, kc, nc, kc64 = map(int, r.stdout.splitlines()[0].split())
+    assert kc == 100 and kc64 == 100 and nc <= 16384 and nc > 16384 - 64
+    assert r.stdout.splitlines()[1] == "[]"
+
+
+def test_thread_limit():
+    limit = _core.max_thread_limit()
+    assert limit == max(8, 4 * len(os.sched_getaffinity(0)))
+    before = fg.get_num_threads()
+    with pytest.raises(ValueError, match="set_num_threads"):
+        _core.set_num_threads(limit + 1)
+    with pytest.raises(ValueError):
+        _core.set_num_threads(65536)
+    assert fg.get_num_threads() == before
+    # threadpoolctl's path: the exported C ABI refuses what set_max_threads would.
+    lib = ctypes.CDLL(_core.__file__)
+    assert lib.fastgemm_set_num_threads(limit + 1) == -1
+    assert lib.fastgemm_set_num_threads(10**6) == -1
+    assert lib.fastgemm_get_num_threads() == before
+    try:
+        assert lib.fastgemm_set_num_threads(limit) == 0
+        assert fg.get_num_threads() == limit
+    finally:
+        fg.set_num_threads(before)
+
+
+def test_threaded_matrix_vector_product_with_small_worker_stacks():
+    # The matrix-vector kernel kept 16 KiB of partial sums on the stack; with
+    # OMP_STACKSIZE=16K a worker thread overflowed it (SIGSEGV).
+    r = run_python("""
+        import numpy as np
+        import fastgemm as fg
+        fg.set_num_threads(2)
+        rng = np.random.default_rng(0)
+        for dtype in (np.float32, np.float64):
+            x = rng.uniform(-1, 1, (1, 4096)).astype(dtype)
+            m = rng.uniform(-1, 1, (4096, 4096)).astype(dtype)
+            got = fg.gemm(x, m)
+            want = x.astype(np.float64) @ m
+            assert np.abs(got - want).max() <= 1e-2, np.abs(got - want).max()
+            got = fg.gemm(m, x.T)
+            assert np.abs(got - m @ x.T.astype(np.float64)).max() <= 1e-2
+        print("ok")
+    """, env={"OMP_STACKSIZE": "16K"})
+    assert r.returncode == 0, (r.returncode, r.stderr)
+    assert r.stdout.strip() == "ok"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc/self/statm")
+def test_scratch_is_returned_after_a_many_thread_call():
+    # Each thread packs its own block of A into the caller's scratch; that scratch only ever
+    # grew, so memory used by a call on many threads stayed with the process.
+    r = run_python("""
+        import os
+        import numpy as np
+        import fastgemm as fg
+        page = os.sysconf("SC_PAGE_SIZE")
+        def rss():
+            with open("/proc/self/statm") as f:
+                return int(f.read().split()[1]) * page
+        a = np.ones((2048, 2048), np.float32)
+        b = np.ones((2048, 64), np.float32)
+        c = np.empty((2048, 64), np.float32)
+        fg.set_num_threads(1)
+        fg.gemm(a, b, c)
+        fg.set_num_threads(8)
+        fg.gemm(a, b, c)
+        high = rss()
+        fg.set_num_threads(1)
+        fg.gemm(a, b, c)
+        low = rss()
+        assert (c == 2048).all()
+        print(high, low)
+    """, env={"FASTGEMM_KC": "2048"})
+    assert r.returncode == 0, r.stderr
+    high, low = map(int, r.stdout.split())
+    assert high - low > 6 << 20, f"RSS {high >> 20} MiB on 8 threads, {low >> 20} MiB after 1 thread"
