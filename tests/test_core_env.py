@@ -16,8 +16,9 @@ from fastgemm import _core
 def run_python(code, env=None, timeout=180):
     full = {k: v for k, v in os.environ.items() if not k.startswith(("FASTGEMM_", "OMP_"))}
     full.update(env or {})
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], env=full, capture_output=True, text=True, timeout=timeout
+    )
 
 
 _BLOCKING = """
@@ -86,7 +87,8 @@ def test_thread_limit():
 def test_threaded_matrix_vector_product_with_small_worker_stacks():
     # The matrix-vector kernel kept 16 KiB of partial sums on the stack; with
     # OMP_STACKSIZE=16K a worker thread overflowed it (SIGSEGV).
-    r = run_python("""
+    r = run_python(
+        """
         import numpy as np
         import fastgemm as fg
         fg.set_num_threads(2)
@@ -100,7 +102,9 @@ def test_threaded_matrix_vector_product_with_small_worker_stacks():
             got = fg.gemm(m, x.T)
             assert np.abs(got - m @ x.T.astype(np.float64)).max() <= 1e-2
         print("ok")
-    """, env={"OMP_STACKSIZE": "16K"})
+    """,
+        env={"OMP_STACKSIZE": "16K"},
+    )
     assert r.returncode == 0, (r.returncode, r.stderr)
     assert r.stdout.strip() == "ok"
 
@@ -109,7 +113,8 @@ def test_threaded_matrix_vector_product_with_small_worker_stacks():
 def test_scratch_is_returned_after_a_many_thread_call():
     # Each thread packs its own block of A into the caller's scratch; that scratch only ever
     # grew, so memory used by a call on many threads stayed with the process.
-    r = run_python("""
+    r = run_python(
+        """
         import os
         import numpy as np
         import fastgemm as fg
@@ -130,7 +135,9 @@ def test_scratch_is_returned_after_a_many_thread_call():
         low = rss()
         assert (c == 2048).all()
         print(high, low)
-    """, env={"FASTGEMM_KC": "2048"})
+    """,
+        env={"FASTGEMM_KC": "2048"},
+    )
     assert r.returncode == 0, r.stderr
     high, low = map(int, r.stdout.split())
     assert high - low > 6 << 20, f"RSS {high >> 20} MiB on 8 threads, {low >> 20} MiB after 1 thread"

@@ -20,7 +20,8 @@ using namespace fastgemm;
 namespace {
 
 // Below this many multiply-adds per product NumPy's own loop is faster: fastgemm's fixed cost
-// per call outweighs what its kernels gain; see docs/DESIGN.md, "NumPy loop threshold". Tests lower it to 0 so every product takes fastgemm's path.
+// per call outweighs what its kernels gain; see docs/DESIGN.md, "NumPy loop threshold". Tests lower it to 0 so every
+// product takes fastgemm's path.
 constexpr int64_t kDefaultMinFlops = int64_t(64) * 64 * 64;
 std::atomic<int64_t> g_min_flops{kDefaultMinFlops};
 
@@ -131,9 +132,8 @@ void register_ufunc_loops(py::module_& m) {
         restore<double>(u);
     });
     m.def("matmul_loops_replaced", [] { return Slot<float>::replaced && Slot<double>::replaced; });
-    m.def("matmul_loop_calls", [] {
-        return py::dict(py::arg("fastgemm") = g_ours.load(), py::arg("numpy") = g_numpys.load());
-    });
+    m.def("matmul_loop_calls",
+          [] { return py::dict(py::arg("fastgemm") = g_ours.load(), py::arg("numpy") = g_numpys.load()); });
     m.def("matmul_loop_min_flops", [] { return g_min_flops.load(); });
     m.def(
         "set_matmul_loop_min_flops",

@@ -10,8 +10,7 @@
 namespace fastgemm {
 
 template <typename T>
-void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
-                  const std::vector<BatchAxis>& batch) {
+void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const std::vector<BatchAxis>& batch) {
     check_product(a, b, c, "batched gemm");
 
     // Axes of length 1 select nothing; an empty axis means there is nothing to do.
@@ -46,8 +45,8 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
             oc += idx[d] * axes[d].c;
         }
         for (int64_t i = lo; i < hi; ++i) {
-            gemm<T>(alpha, {a.data + oa, a.rows, a.cols, a.rs, a.cs}, {b.data + ob, b.rows, b.cols, b.rs, b.cs},
-                    beta, {c.data + oc, c.rows, c.cols, c.rs, c.cs});
+            gemm<T>(alpha, {a.data + oa, a.rows, a.cols, a.rs, a.cs}, {b.data + ob, b.rows, b.cols, b.rs, b.cs}, beta,
+                    {c.data + oc, c.rows, c.cols, c.rs, c.cs});
             for (size_t d = axes.size(); d-- > 0;) {
                 oa += axes[d].a;
                 ob += axes[d].b;

@@ -24,8 +24,7 @@ struct BatchAxis {
 template <typename T>
 bool c_disjoint(const View<T>& c, std::vector<BatchAxis> axes) {
     if (overlaps_itself(c)) return false;
-    axes.erase(std::remove_if(axes.begin(), axes.end(), [](const BatchAxis& ax) { return ax.size <= 1; }),
-               axes.end());
+    axes.erase(std::remove_if(axes.begin(), axes.end(), [](const BatchAxis& ax) { return ax.size <= 1; }), axes.end());
     std::sort(axes.begin(), axes.end(), [](const BatchAxis& x, const BatchAxis& y) { return abs64(x.c) < abs64(y.c); });
     int64_t covered = extent(c);
     for (const BatchAxis& ax : axes) {
@@ -42,12 +41,11 @@ bool c_disjoint(const View<T>& c, std::vector<BatchAxis> axes) {
 // another on the threaded path. When the C items might overlap each other they run in order.
 // Throws as gemm() does (a C matrix that overlaps itself included), before anything is written.
 template <typename T>
-void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
-                  const std::vector<BatchAxis>& batch);
+void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const std::vector<BatchAxis>& batch);
 
 extern template void gemm_batched<float>(float, View<const float>, View<const float>, float, View<float>,
                                          const std::vector<BatchAxis>&);
-extern template void gemm_batched<double>(double, View<const double>, View<const double>, double,
-                                          View<double>, const std::vector<BatchAxis>&);
+extern template void gemm_batched<double>(double, View<const double>, View<const double>, double, View<double>,
+                                          const std::vector<BatchAxis>&);
 
 }  // namespace fastgemm

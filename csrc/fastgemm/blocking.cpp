@@ -59,8 +59,8 @@ Blocking blocking_for(int mr, int nr, int s) {
 
     // KC: as deep as keeps an A and a B sliver, (MR + NR) x KC, within a quarter of L2, at most
     // 512; never shallower than Low et al.'s L1 model. See docs/DESIGN.md, "KC depth".
-    const int64_t l1_model = std::max<int64_t>(1, (l1.ways - 1) * mr / (mr + nr)) *
-                             (l1.size / (l1.ways * l1.line)) * l1.line / (mr * s);
+    const int64_t l1_model =
+        std::max<int64_t>(1, (l1.ways - 1) * mr / (mr + nr)) * (l1.size / (l1.ways * l1.line)) * l1.line / (mr * s);
     int64_t kc = std::max(l1_model, std::min<int64_t>(512, l2.size / 4 / ((mr + nr) * s)));
 
     // L2: the MC x KC block of A fills the ways left after one for the B sliver and one for C.

@@ -6,10 +6,10 @@
 namespace fastgemm {
 
 struct CacheLevel {
-    int64_t size = 0;      // bytes
-    int64_t ways = 0;      // associativity
-    int64_t line = 64;     // bytes
-    bool detected = false; // false: a conservative default stands in
+    int64_t size = 0;       // bytes
+    int64_t ways = 0;       // associativity
+    int64_t line = 64;      // bytes
+    bool detected = false;  // false: a conservative default stands in
 };
 
 struct Caches {

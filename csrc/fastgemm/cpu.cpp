@@ -29,16 +29,15 @@ CpuFeatures detect() {
     const bool os_ymm = (xcr0 & 0x6) == 0x6;
     const bool os_zmm = os_ymm && (xcr0 & 0xe0) == 0xe0;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
-    const bool avx2 = b & (1u << 5), f512 = b & (1u << 16), dq = b & (1u << 17),
-               bw = b & (1u << 30), vl = b & (1u << 31);
+    const bool avx2 = b & (1u << 5), f512 = b & (1u << 16), dq = b & (1u << 17), bw = b & (1u << 30),
+               vl = b & (1u << 31);
     if (avx2) f.names.push_back("avx2");
     if (f512) f.names.push_back("avx512f");
     if (dq) f.names.push_back("avx512dq");
     if (bw) f.names.push_back("avx512bw");
     if (vl) f.names.push_back("avx512vl");
     unsigned a1, b1, c1, d1;
-    if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && (a1 & (1u << 5)))
-        f.names.push_back("avx512_bf16");
+    if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && (a1 & (1u << 5))) f.names.push_back("avx512_bf16");
     if (d & (1u << 24)) f.names.push_back("amx_tile");
     if (d & (1u << 22)) f.names.push_back("amx_bf16");
     f.avx2 = avx && avx2 && fma && os_ymm;

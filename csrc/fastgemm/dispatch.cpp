@@ -47,8 +47,6 @@ const KernelSet& find_kernels(const std::string& name, bool must_run) {
 
 const KernelSet& active_kernels() { return *active_slot().load(std::memory_order_acquire); }
 
-void set_kernels(const std::string& name) {
-    active_slot().store(&find_kernels(name, true), std::memory_order_release);
-}
+void set_kernels(const std::string& name) { active_slot().store(&find_kernels(name, true), std::memory_order_release); }
 
 }  // namespace fastgemm

@@ -28,11 +28,10 @@ Grid make_grid(int threads, int64_t m, int mr) {
 }
 
 template <typename T>
-void bounce_tile(const KernelTable<T>& uk, int64_t kc, T alpha, const T* ap, const T* bp,
-                 int64_t ldb, T beta, T* c, int64_t rsc, int64_t csc, int m, int n) {
+void bounce_tile(const KernelTable<T>& uk, int64_t kc, T alpha, const T* ap, const T* bp, int64_t ldb, T beta, T* c,
+                 int64_t rsc, int64_t csc, int m, int n) {
     alignas(64) T tile[kMaxTile];
-    uk.tiles[m].by_nv[(n + uk.lanes - 1) / uk.lanes](kc, alpha, ap, uk.mr, bp, ldb, T(0), tile,
-                                                     uk.nr, n);
+    uk.tiles[m].by_nv[(n + uk.lanes - 1) / uk.lanes](kc, alpha, ap, uk.mr, bp, ldb, T(0), tile, uk.nr, n);
     for (int i = 0; i < m; ++i)
         for (int j = 0; j < n; ++j) {
             T& cij = c[i * rsc + j * csc];
@@ -43,8 +42,8 @@ void bounce_tile(const KernelTable<T>& uk, int64_t kc, T alpha, const T* ap, con
 }  // namespace
 
 template <typename T>
-void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b,
-                 T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
+void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b, T alpha, View<const T> a,
+                 View<const T> b, T beta, View<T> c) {
     const int MR = uk.mr, NR = uk.nr;
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     // A thread without an MR x NR tile of C would only wait at the barriers.
@@ -103,11 +102,8 @@ void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool
                             const int mr = int(std::min<int64_t>(MR, mc - ir));
                             T* cij = c.data + (ic + ir) * c.rs + (jc + jr) * c.cs;
                             if (unit_cs)
-                                uk.tiles[mr].by_nv[nv](kc, alpha, ap + ir * kc, MR, bs_, ldb, beta_pc,
-                                                       cij, c.rs, nr);
-                            else
-                                bounce_tile(uk, kc, alpha, ap + ir * kc, bs_, ldb, beta_pc, cij,
-                                            c.rs, c.cs, mr, nr);
+                                uk.tiles[mr].by_nv[nv](kc, alpha, ap + ir * kc, MR, bs_, ldb, beta_pc, cij, c.rs, nr);
+                            else bounce_tile(uk, kc, alpha, ap + ir * kc, bs_, ldb, beta_pc, cij, c.rs, c.cs, mr, nr);
                         }
                     }
                 }
@@ -120,9 +116,9 @@ void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool
     run_team(threads, work);
 }
 
-template void run_blocked<float>(const KernelTable<float>&, const Blocking&, int, bool, float,
-                                 View<const float>, View<const float>, float, View<float>);
-template void run_blocked<double>(const KernelTable<double>&, const Blocking&, int, bool, double,
-                                  View<const double>, View<const double>, double, View<double>);
+template void run_blocked<float>(const KernelTable<float>&, const Blocking&, int, bool, float, View<const float>,
+                                 View<const float>, float, View<float>);
+template void run_blocked<double>(const KernelTable<double>&, const Blocking&, int, bool, double, View<const double>,
+                                  View<const double>, double, View<double>);
 
 }  // namespace fastgemm

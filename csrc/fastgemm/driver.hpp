@@ -13,7 +13,7 @@ namespace fastgemm {
 // microkernel reads full-width slivers of B in place instead of packing them. Never splits
 // k, so the result is bitwise the same for any thread count.
 template <typename T>
-void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b,
-                 T alpha, View<const T> a, View<const T> b, T beta, View<T> c);
+void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b, T alpha, View<const T> a,
+                 View<const T> b, T beta, View<T> c);
 
 }  // namespace fastgemm

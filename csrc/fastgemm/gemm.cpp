@@ -39,15 +39,23 @@ bool has_nan(View<T> c) {
 template <typename T>
 const KernelTable<T>& main_table(const KernelSet& ks);
 template <>
-const KernelTable<float>& main_table<float>(const KernelSet& ks) { return ks.f32; }
+const KernelTable<float>& main_table<float>(const KernelSet& ks) {
+    return ks.f32;
+}
 template <>
-const KernelTable<double>& main_table<double>(const KernelSet& ks) { return ks.f64; }
+const KernelTable<double>& main_table<double>(const KernelSet& ks) {
+    return ks.f64;
+}
 template <typename T>
 const KernelTable<T>& skinny_table(const KernelSet& ks);
 template <>
-const KernelTable<float>& skinny_table<float>(const KernelSet& ks) { return ks.f32_skinny; }
+const KernelTable<float>& skinny_table<float>(const KernelSet& ks) {
+    return ks.f32_skinny;
+}
 template <>
-const KernelTable<double>& skinny_table<double>(const KernelSet& ks) { return ks.f64_skinny; }
+const KernelTable<double>& skinny_table<double>(const KernelSet& ks) {
+    return ks.f64_skinny;
+}
 
 // One row or one column of C is a matrix-vector product: memory-bound on the matrix, which
 // the blocked path would pack (a full extra pass) and then feed through 1/MR of a tile.
@@ -149,8 +157,8 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
         const int64_t width = kSmallMaxVectors * main.lanes;
         parallel_ranges(threads_for(c.rows, c.cols, k), c.rows, 4, [&](int, int64_t lo, int64_t hi) {
             for (int64_t j = 0; j < c.cols; j += width)
-                main.small(hi - lo, std::min(width, c.cols - j), k, alpha, a.data + lo * a.rs, a.rs, a.cs,
-                           b.data + j, b.rs, beta, c.data + lo * c.rs + j, c.rs);
+                main.small(hi - lo, std::min(width, c.cols - j), k, alpha, a.data + lo * a.rs, a.rs, a.cs, b.data + j,
+                           b.rs, beta, c.data + lo * c.rs + j, c.rs);
         });
         return;
     }
@@ -163,8 +171,9 @@ template <typename T>
 void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
     check_product(a, b, c, "gemm");
     if (overlaps_itself(c))
-        throw std::invalid_argument("gemm: C's elements overlap each other (a zero or repeating stride); "
-                                    "C must have one element per (row, column), as BLAS needs ldc >= m");
+        throw std::invalid_argument(
+            "gemm: C's elements overlap each other (a zero or repeating stride); "
+            "C must have one element per (row, column), as BLAS needs ldc >= m");
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     if (m == 0 || n == 0) return;
     if (alpha == T(0) || k == 0) {

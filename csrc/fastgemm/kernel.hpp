@@ -20,8 +20,8 @@ constexpr int64_t kGemvChunkBytes = 16384;
 // can be read in place). C is row-major with row stride ldc; n <= NR columns are written,
 // the rest masked, never read or written. beta == 0: C is not read.
 template <typename T>
-using UkernelFn = void (*)(int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb,
-                           T beta, T* c, int64_t ldc, int n);
+using UkernelFn = void (*)(int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
+                           int64_t ldc, int n);
 
 // Most vectors in an NR-wide row of any kernel.
 constexpr int kMaxNV = 8;
@@ -46,24 +46,22 @@ struct KernelTable {
     void (*pack_a)(int64_t mc, int64_t kc, const T* a, int64_t rsa, int64_t csa, T* ap);
     // Copy a kc x nc block of B into ceil(nc/NR) slivers of kc x NR (row contiguous),
     // zero-padding the last one. Slivers [s0, s1) only, so threads can share the work.
-    void (*pack_b)(int64_t kc, int64_t nc, const T* b, int64_t rsb, int64_t csb, T* bp,
-                   int64_t s0, int64_t s1);
+    void (*pack_b)(int64_t kc, int64_t nc, const T* b, int64_t rsb, int64_t csb, T* bp, int64_t s0, int64_t s1);
     // Matrix-vector products, the shape of a product with one row or one column.
     // y[j] = alpha * sum_p x[p*incx] * M[p*ldm + j] + beta * y[j], j < n, y contiguous:
     // M's rows are contiguous and streamed one after another. `chunk`: kGemvChunkBytes of
     // 64-byte aligned memory owned by the calling thread (off the stack: OpenMP workers may
     // have small ones).
-    void (*gemv_rows)(int64_t n, int64_t k, T alpha, const T* x, int64_t incx, const T* mat,
-                      int64_t ldm, T beta, T* y, T* chunk);
+    void (*gemv_rows)(int64_t n, int64_t k, T alpha, const T* x, int64_t incx, const T* mat, int64_t ldm, T beta, T* y,
+                      T* chunk);
     // y[j*incy] = alpha * sum_p x[p] * M[j*ldm + p] + beta * y[j*incy], j < n, x contiguous:
     // one dot product per contiguous row of M.
-    void (*gemv_dots)(int64_t n, int64_t k, T alpha, const T* x, const T* mat, int64_t ldm,
-                      T beta, T* y, int64_t incy);
+    void (*gemv_dots)(int64_t n, int64_t k, T alpha, const T* x, const T* mat, int64_t ldm, T beta, T* y, int64_t incy);
     // A whole product small enough that packing would cost more than it saves:
     // C[i, 0:n] = alpha * sum_p A[i, p] B[p, 0:n] + beta * C[i, 0:n], rows of B and C
     // contiguous, n <= kSmallMaxVectors vectors. Each C row stays in registers over all of k.
-    void (*small)(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa,
-                  const T* b, int64_t rsb, T beta, T* c, int64_t rsc);
+    void (*small)(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa, const T* b,
+                  int64_t rsb, T beta, T* c, int64_t rsc);
     // `reps` rounds of independent vector FMAs; returns the flops done. Timed by the caller
     // to measure one core's FMA ceiling for this ISA and type.
     double (*fma_loop)(int64_t reps);

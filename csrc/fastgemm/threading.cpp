@@ -47,8 +47,7 @@ void note_team(int threads) {
 }  // namespace
 
 int max_threads() {
-    return g_single_after_fork.load(std::memory_order_relaxed) ? 1
-                                                               : g_max_threads.load(std::memory_order_relaxed);
+    return g_single_after_fork.load(std::memory_order_relaxed) ? 1 : g_max_threads.load(std::memory_order_relaxed);
 }
 
 int max_thread_limit() {
@@ -79,7 +78,8 @@ int threads_for(int64_t m, int64_t n, int64_t k) {
     if (cap <= 1) return 1;
     // m*n*k may overflow int64.
     const double work = double(m) * double(n) * double(k);
-    const double by_work = std::min(work / double(kMinWorkPerThread), double(m) * double(n) / double(kMinAreaPerThread));
+    const double by_work =
+        std::min(work / double(kMinWorkPerThread), double(m) * double(n) / double(kMinAreaPerThread));
     return by_work >= cap ? cap : std::max(1, int(by_work));
 #else
     (void)m, (void)n, (void)k;

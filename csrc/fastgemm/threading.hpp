@@ -16,16 +16,15 @@ class FunctionRef;
 
 template <typename R, typename... Args>
 class FunctionRef<R(Args...)> {
-public:
+   public:
     template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, FunctionRef>>>
     FunctionRef(F&& f)  // NOLINT: implicit, like std::function
-        : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))),
-          call_([](void* o, Args... args) -> R {
+        : obj_(const_cast<void*>(static_cast<const void*>(std::addressof(f)))), call_([](void* o, Args... args) -> R {
               return (*static_cast<std::remove_reference_t<F>*>(o))(std::forward<Args>(args)...);
           }) {}
     R operator()(Args... args) const { return call_(obj_, std::forward<Args>(args)...); }
 
-private:
+   private:
     void* obj_;
     R (*call_)(void*, Args...);
 };

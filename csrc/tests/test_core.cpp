@@ -8,8 +8,8 @@
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -125,10 +125,10 @@ void run_case(const char* kernel, const Case& cs) {
         for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) c.at(i, j) = logical_c[size_t(i)][size_t(j)];
         char what[256];
-        std::snprintf(what, sizeof what, "%s %s m=%lld n=%lld k=%lld A=%s B=%s C=%s%s alpha=%g beta=%g%s%s",
-                      kernel, type_name<T>(), (long long)m, (long long)n, (long long)k, kLayoutName[cs.la],
-                      kLayoutName[cs.lb], kLayoutName[cs.lc], guard ? "+guards" : "", cs.alpha, cs.beta,
-                      cs.nan_in_c ? " NaN-in-C" : "", cs.nan_in_ab ? " NaN-in-AB" : "");
+        std::snprintf(what, sizeof what, "%s %s m=%lld n=%lld k=%lld A=%s B=%s C=%s%s alpha=%g beta=%g%s%s", kernel,
+                      type_name<T>(), (long long)m, (long long)n, (long long)k, kLayoutName[cs.la], kLayoutName[cs.lb],
+                      kLayoutName[cs.lc], guard ? "+guards" : "", cs.alpha, cs.beta, cs.nan_in_c ? " NaN-in-C" : "",
+                      cs.nan_in_ab ? " NaN-in-AB" : "");
         try {
             fastgemm::gemm<T>(alpha, a.cview(), b.cview(), beta, c.view());
         } catch (const std::exception& e) {
@@ -181,8 +181,8 @@ void run_kernel(const fastgemm::KernelSet& ks) {
     const int64_t mc = bs.mc, kc = bs.kc;
 
     std::vector<std::vector<int64_t>> shapes = {
-        {0, 0, 0}, {0, 5, 3}, {5, 0, 3}, {5, 3, 0}, {1, 1, 1}, {1, 7, 1}, {7, 1, 1}, {1, 1, 9},
-        {13, 17, 19}, {31, 37, 41}, {401, 2, 3}, {2, 401, 3}, {3, 2, 509},
+        {0, 0, 0}, {0, 5, 3},    {5, 0, 3},    {5, 3, 0},   {1, 1, 1},   {1, 7, 1},   {7, 1, 1},
+        {1, 1, 9}, {13, 17, 19}, {31, 37, 41}, {401, 2, 3}, {2, 401, 3}, {3, 2, 509},
     };
     for (int64_t d : {-1, 0, 1}) {
         shapes.push_back({mr + d, nr + 1, 7});
@@ -200,8 +200,16 @@ void run_kernel(const fastgemm::KernelSet& ks) {
         if (s[0] < 0 || s[1] < 0 || s[2] < 0) continue;
         // Rotate layouts and scalars through the shapes; the small shapes below get them all.
         for (int sc = 0; sc < 5; ++sc, ++idx) {
-            const Case c{s[0], s[1], s[2], Layout(idx % kLayouts), Layout((idx / 4) % kLayouts),
-                         Layout((idx / 2 + 1) % kLayouts), scalars[sc][0], scalars[sc][1], false, false};
+            const Case c{s[0],
+                         s[1],
+                         s[2],
+                         Layout(idx % kLayouts),
+                         Layout((idx / 4) % kLayouts),
+                         Layout((idx / 2 + 1) % kLayouts),
+                         scalars[sc][0],
+                         scalars[sc][1],
+                         false,
+                         false};
             run_case<T>(ks.name, c);
         }
     }
@@ -209,7 +217,8 @@ void run_kernel(const fastgemm::KernelSet& ks) {
         for (int la = 0; la < kLayouts; ++la)
             for (int lb = 0; lb < kLayouts; ++lb)
                 for (int lc = 0; lc < kLayouts; ++lc)
-                    run_case<T>(ks.name, {s[0], s[1], s[2], Layout(la), Layout(lb), Layout(lc), 1.5, -1.0, false, false});
+                    run_case<T>(ks.name,
+                                {s[0], s[1], s[2], Layout(la), Layout(lb), Layout(lc), 1.5, -1.0, false, false});
     for (const auto& s : std::vector<std::vector<int64_t>>{{1, 1, 1}, {mr + 1, nr + 1, 3}, {mr - 1, nr - 1, 0}}) {
         for (int lc = 0; lc < kLayouts; ++lc) {
             run_case<T>(ks.name, {s[0], s[1], s[2], kRowMajor, kColMajor, Layout(lc), 1.0, 0.0, true, false});
@@ -245,7 +254,6 @@ void bad_input() {
     expect_throw<std::invalid_argument>("unknown kernel name throws", [] { fastgemm::set_kernels("no-such-kernel"); });
 }
 
-
 // overlaps_itself against brute force: every (rows, cols, rs, cs) in a small box.
 void overlap_rule() {
     bool ok = true;
@@ -270,12 +278,10 @@ void overlap_rule() {
     report(ok, "overlaps_itself matches brute force");
     float x[16] = {};
     const View<const float> a{x, 2, 2, 2, 1};
-    expect_throw<std::invalid_argument>("gemm refuses a C with a zero row stride", [&] {
-        fastgemm::gemm<float>(1.f, a, a, 0.f, View<float>{x, 2, 2, 0, 1});
-    });
-    expect_throw<std::invalid_argument>("gemm refuses a C whose rows overlap", [&] {
-        fastgemm::gemm<float>(1.f, a, a, 0.f, View<float>{x, 2, 2, 1, 1});
-    });
+    expect_throw<std::invalid_argument>("gemm refuses a C with a zero row stride",
+                                        [&] { fastgemm::gemm<float>(1.f, a, a, 0.f, View<float>{x, 2, 2, 0, 1}); });
+    expect_throw<std::invalid_argument>("gemm refuses a C whose rows overlap",
+                                        [&] { fastgemm::gemm<float>(1.f, a, a, 0.f, View<float>{x, 2, 2, 1, 1}); });
     expect_throw<std::invalid_argument>("gemm_batched refuses a C that overlaps itself", [&] {
         fastgemm::gemm_batched<float>(1.f, a, a, 0.f, View<float>{x, 2, 2, 0, 1}, {{2, 4, 4, 4}});
     });
@@ -318,7 +324,7 @@ template <typename T>
 void padding_flags(const fastgemm::KernelSet& ks) {
     const T inf = std::numeric_limits<T>::infinity();
     const int64_t shapes[][3] = {{65, 65, 65}, {100, 100, 100}, {1, 300, 1000}, {64, 17, 300},
-                                 {300, 1, 7}, {7, 9, 5}, {300, 300, 3}, {33, 1000, 1}};
+                                 {300, 1, 7},  {7, 9, 5},       {300, 300, 3},  {33, 1000, 1}};
     for (const auto& s : shapes) {
         const int64_t m = s[0], n = s[1], k = s[2];
         for (int where = 0; where < 3; ++where) {  // Inf in A, Inf in B, inf - inf in A
@@ -338,10 +344,13 @@ void padding_flags(const fastgemm::KernelSet& ks) {
             bool nan = false;
             for (T v : c) nan |= v != v;
             std::feclearexcept(FE_ALL_EXCEPT);
-            report(raised == expect_nan && nan == expect_nan,
-                   std::string(ks.name) + " " + type_name<T>() + " " + std::to_string(m) + "x" + std::to_string(n) +
-                       "x" + std::to_string(k) + (where == 0 ? " Inf in A" : where == 1 ? " Inf in B" : " inf-inf") +
-                       ": FE_INVALID " + (raised ? "set" : "clear"));
+            report(raised == expect_nan && nan == expect_nan, std::string(ks.name) + " " + type_name<T>() + " " +
+                                                                  std::to_string(m) + "x" + std::to_string(n) + "x" +
+                                                                  std::to_string(k) +
+                                                                  (where == 0   ? " Inf in A"
+                                                                   : where == 1 ? " Inf in B"
+                                                                                : " inf-inf") +
+                                                                  ": FE_INVALID " + (raised ? "set" : "clear"));
         }
     }
 }
@@ -358,7 +367,8 @@ void kernel_lookup_and_threads() {
 
     const int limit = fastgemm::max_thread_limit();
     report(limit >= 8, "max_thread_limit >= 8");
-    expect_throw<std::invalid_argument>("set_max_threads above the limit", [&] { fastgemm::set_max_threads(limit + 1); });
+    expect_throw<std::invalid_argument>("set_max_threads above the limit",
+                                        [&] { fastgemm::set_max_threads(limit + 1); });
     expect_throw<std::invalid_argument>("set_max_threads(0)", [] { fastgemm::set_max_threads(0); });
     report(fastgemm_set_num_threads(limit + 1) == -1 && fastgemm_set_num_threads(65536) == -1 &&
                fastgemm_set_num_threads(0) == -1 && fastgemm::max_threads() == 2,

@@ -111,7 +111,7 @@ def _gemm(
         # Two elements of C at one address would be written by whichever thread came last
         # (BLAS refuses such a C too: ldc < m).
         if self_overlaps(c):
-            raise ValueError(f"{fn}: c has elements that share memory (shape {c.shape}, strides {c.strides})")
+            raise ValueError(f"{fn}: c's elements overlap each other (shape {c.shape}, strides {c.strides})")
         # The core reads A and B while writing C: an input that shares memory with C is
         # copied first, so the result is what separate arrays would give.
         if np.may_share_memory(c, opa):

@@ -25,13 +25,9 @@ def max_threads() -> int:
     """The most threads :func:`set_num_threads` accepts on this machine.
 
     Far more threads than CPUs only costs time and per-thread scratch, so the core caps the
-    count at a multiple of the usable CPUs (``_core.max_thread_limit``). A core built
-    before that function existed gets the same rule here: 4 x the usable CPUs, at least 8.
+    count at a multiple of the usable CPUs: 4 x the usable CPUs, at least 8.
     """
-    limit = getattr(_core, "max_thread_limit", None)
-    if limit is not None:
-        return int(limit())
-    return max(8, 4 * usable_cpus())
+    return int(_core.max_thread_limit())
 
 
 def available_kernels() -> list[str]:
@@ -146,8 +142,7 @@ def _configure_from_environment() -> None:
             set_kernel(forced)
         except (ValueError, RuntimeError) as e:
             _env_warning(f"ignoring FASTGEMM_KERNEL={forced!r} ({e}); using {get_kernel()}", 0)
-    rejected = getattr(_core, "rejected_env_settings", None)  # added to the core in issue 9
-    for var, raw, reason in rejected() if rejected is not None else ():
+    for var, raw, reason in _core.rejected_env_settings():
         _env_warning(f"ignoring {var}={raw!r}: {reason}", 0)
 
 

@@ -36,9 +36,7 @@ struct Avx2F64 {
     static reg set1(T x) { return _mm256_set1_pd(x); }
     static reg loadu(const T* p) { return _mm256_loadu_pd(p); }
     static void storeu(T* p, reg r) { _mm256_storeu_pd(p, r); }
-    static mask lanes(int n) {
-        return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3));
-    }
+    static mask lanes(int n) { return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3)); }
     static reg maskz_loadu(mask m, const T* p) { return _mm256_maskload_pd(p, m); }
     static void mask_storeu(T* p, mask m, reg r) { _mm256_maskstore_pd(p, m, r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_pd(a, b, c); }
@@ -49,7 +47,9 @@ struct Avx2F64 {
 
 // Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
 // docs/DESIGN.md, "Measured decisions".
-constexpr KernelSet avx2_kernels{"avx2", "AVX2+FMA", &runs_avx2,
+constexpr KernelSet avx2_kernels{"avx2",
+                                 "AVX2+FMA",
+                                 &runs_avx2,
                                  Tuning{256, 128, int64_t(512) * 512 * 512, 16},
                                  kernels::kernel_table<Avx2F32, 6, 2>(),
                                  kernels::kernel_table<Avx2F64, 6, 2>(),

@@ -91,8 +91,7 @@ inline void transpose_block(__m512d r[8]) {
 
 // MR <= W rows: one W x W transpose moves W k-steps of a sliver.
 template <typename V, int MR>
-void pack_a_rows(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, int64_t csa,
-                 typename V::T* ap) {
+void pack_a_rows(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, int64_t csa, typename V::T* ap) {
     using T = typename V::T;
     constexpr int W = V::W;
     if (csa != 1) return kernels::pack_a<V, MR>(mc, kc, a, rsa, csa, ap);
@@ -123,7 +122,9 @@ constexpr KernelTable<typename V::T> table() {
 
 // Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
 // docs/DESIGN.md, "Measured decisions".
-constexpr KernelSet avx512_kernels{"avx512", "AVX-512 F/BW/VL/DQ", &runs_avx512,
+constexpr KernelSet avx512_kernels{"avx512",
+                                   "AVX-512 F/BW/VL/DQ",
+                                   &runs_avx512,
                                    Tuning{256, 128, int64_t(512) * 512 * 512, 16},
                                    table<Avx512F32, 14, 2>(),
                                    table<Avx512F64, 6, 4>(),

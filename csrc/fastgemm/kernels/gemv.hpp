@@ -17,8 +17,7 @@ namespace kernels {
 // sum runs over p in order.
 template <typename V>
 void gemv_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x, int64_t incx,
-               const typename V::T* mat, int64_t ldm, typename V::T beta, typename V::T* y,
-               typename V::T* t) {
+               const typename V::T* mat, int64_t ldm, typename V::T beta, typename V::T* y, typename V::T* t) {
     using T = typename V::T;
     using R = typename V::reg;
     constexpr int W = V::W;
@@ -34,8 +33,8 @@ void gemv_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x
         const T* m0 = mat + j0;
         int64_t p = 0;
         for (; p + 4 <= k; p += 4) {
-            const R x0 = V::set1(x[p * incx]), x1 = V::set1(x[(p + 1) * incx]),
-                    x2 = V::set1(x[(p + 2) * incx]), x3 = V::set1(x[(p + 3) * incx]);
+            const R x0 = V::set1(x[p * incx]), x1 = V::set1(x[(p + 1) * incx]), x2 = V::set1(x[(p + 2) * incx]),
+                    x3 = V::set1(x[(p + 3) * incx]);
             const T *r0 = m0 + p * ldm, *r1 = r0 + ldm, *r2 = r1 + ldm, *r3 = r2 + ldm;
             for (int64_t j = 0; j < full; j += W) {
                 R acc = V::loadu(t + j);
@@ -68,9 +67,8 @@ void gemv_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x
 // y[j] = dot(x, M[j, :]) for four rows of M at a time (x loaded once per four dots); each dot
 // keeps W partial sums and adds them up at the end.
 template <typename V>
-void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x,
-               const typename V::T* mat, int64_t ldm, typename V::T beta, typename V::T* y,
-               int64_t incy) {
+void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x, const typename V::T* mat, int64_t ldm,
+               typename V::T beta, typename V::T* y, int64_t incy) {
     using T = typename V::T;
     using R = typename V::reg;
     constexpr int W = V::W;

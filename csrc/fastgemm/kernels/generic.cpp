@@ -29,7 +29,9 @@ struct Scalar {
 
 // Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
 // docs/DESIGN.md, "Measured decisions".
-constexpr KernelSet generic_kernels{"generic", "portable C++", &runs_anywhere,
+constexpr KernelSet generic_kernels{"generic",
+                                    "portable C++",
+                                    &runs_anywhere,
                                     Tuning{256, 128, int64_t(512) * 512 * 512, 16},
                                     kernels::kernel_table<Scalar<float>, 4, 8>(),
                                     kernels::kernel_table<Scalar<double>, 4, 4>(),

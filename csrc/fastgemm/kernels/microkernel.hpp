@@ -13,9 +13,8 @@ namespace fastgemm {
 namespace kernels {
 
 template <typename V, int MR, int NV>
-void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda,
-             const typename V::T* b, int64_t ldb, typename V::T beta, typename V::T* c, int64_t ldc,
-             int n) {
+void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda, const typename V::T* b, int64_t ldb,
+             typename V::T beta, typename V::T* c, int64_t ldc, int n) {
     using T = typename V::T;
     using R = typename V::reg;
     constexpr int W = V::W;

@@ -13,8 +13,7 @@ namespace fastgemm {
 namespace kernels {
 
 template <typename V, int MR>
-void pack_a(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, int64_t csa,
-            typename V::T* ap) {
+void pack_a(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, int64_t csa, typename V::T* ap) {
     using T = typename V::T;
     for (int64_t i0 = 0; i0 < mc; i0 += MR, ap += MR * kc) {
         const T* a0 = a + i0 * rsa;
@@ -39,8 +38,8 @@ void pack_a(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, int64_t
 }
 
 template <typename V, int NR>
-void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t csb,
-            typename V::T* bp, int64_t s0, int64_t s1) {
+void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t csb, typename V::T* bp, int64_t s0,
+            int64_t s1) {
     using T = typename V::T;
     for (int64_t s = s0; s < s1; ++s) {
         const int64_t j0 = s * NR;

@@ -16,8 +16,8 @@ namespace kernels {
 // single row's chain over k would expose, and each B vector loaded serves RG rows.
 template <typename V, int RG, int NV>
 void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
-                const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c,
-                int64_t rsc, const typename V::mask* mk) {
+                const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
+                const typename V::mask* mk) {
     using T = typename V::T;
     using R = typename V::reg;
     constexpr int W = V::W;
@@ -52,9 +52,8 @@ void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t 
 }
 
 template <typename V, int NV>
-void small_nv(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a,
-              int64_t rsa, int64_t csa, const typename V::T* b, int64_t rsb, typename V::T beta,
-              typename V::T* c, int64_t rsc) {
+void small_nv(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+              const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
     typename V::mask mk[NV];
 #pragma GCC unroll 4
     for (int j = 0; j < NV; ++j) mk[j] = V::lanes(int(n - j * V::W));
@@ -71,9 +70,8 @@ void small_nv(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typena
 
 // The C row is held in as few vectors as cover n (at most kSmallMaxVectors).
 template <typename V>
-void small(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a,
-           int64_t rsa, int64_t csa, const typename V::T* b, int64_t rsb, typename V::T beta,
-           typename V::T* c, int64_t rsc) {
+void small(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+           const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
     static_assert(kSmallMaxVectors == 4, "one case per vector count");
     switch ((n + V::W - 1) / V::W) {
         case 1: return small_nv<V, 1>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);

@@ -56,10 +56,16 @@ constexpr TileRow<typename V::T> tile_row(std::integer_sequence<int, N...>) {
 
 template <typename V, int MR, int NV, int... M>
 constexpr KernelTable<typename V::T> kernel_table(std::integer_sequence<int, M...>) {
-    return {MR, NV * V::W, V::W,
+    return {MR,
+            NV * V::W,
+            V::W,
             {TileRow<typename V::T>{}, tile_row<V, M + 1>(std::make_integer_sequence<int, NV>{})...},
             &pack_a<V, MR>,
-            &pack_b<V, NV * V::W>, &gemv_rows<V>, &gemv_dots<V>, &small<V>, &fma_loop<V>};
+            &pack_b<V, NV * V::W>,
+            &gemv_rows<V>,
+            &gemv_dots<V>,
+            &small<V>,
+            &fma_loop<V>};
 }
 
 // The table of every kernel for an MR x (NV vectors) register tile over vector traits V.
