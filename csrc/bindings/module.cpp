@@ -99,4 +99,5 @@ PYBIND11_MODULE(_core, m) {
     });
     register_batched(m);
     register_ufunc_loops(m);
+    register_lowp(m);
 }

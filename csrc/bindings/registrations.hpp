@@ -5,3 +5,4 @@
 
 void register_batched(pybind11::module_& m);
 void register_ufunc_loops(pybind11::module_& m);
+void register_lowp(pybind11::module_& m);
