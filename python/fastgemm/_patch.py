@@ -1,7 +1,7 @@
 """The switch that runs numpy.matmul, `@`, `@=` and np.linalg.matmul on fastgemm.
 
-NumPy's float32 and float64 matmul inner loops are swapped for fastgemm's inside NumPy
-itself (csrc/bindings/ufunc_loops.cpp), so every caller of the matmul ufunc is affected,
+NumPy's float32, float64 and float16 matmul inner loops are swapped for fastgemm's inside
+NumPy itself (csrc/bindings/ufunc_loops.cpp; float16: csrc/bindings/lowp.cpp), so every caller of the matmul ufunc is affected,
 including code that imported numpy before the switch. NumPy's loops are kept and put back
 exactly by restore_numpy().
 """
@@ -33,20 +33,24 @@ if hasattr(os, "register_at_fork"):  # POSIX
 
 
 def is_patched() -> bool:
-    """True while numpy.matmul's float32 and float64 loops are fastgemm's."""
-    return bool(_core.matmul_loops_replaced())
+    """True while numpy.matmul's float32, float64 and float16 loops are fastgemm's."""
+    return bool(_core.matmul_loops_replaced()) and bool(_core.f16_matmul_loop_replaced())
 
 
 def patch_numpy() -> None:
     """Run numpy.matmul (and `@`, `@=`, np.linalg.matmul) on fastgemm from now on.
 
-    Only float32 and float64 products change; every other dtype keeps NumPy's loop. Products
+    Only float32, float64 and float16 products change (float16: accumulated in float32,
+    rounded once to float16); every other dtype keeps NumPy's loop. bfloat16 (ml_dtypes) is
+    not switched: NumPy has no way to take a registered loop back out, so it could not be
+    restored exactly; use fastgemm.matmul for bfloat16. Products
     too small to gain from fastgemm, and operands it cannot address (unaligned data, strides
     that are not a multiple of the item size), still go to NumPy's loop. Calling it when the
     switch is already on does nothing.
     """
     with _lock:
         _core.replace_matmul_loops()
+        _core.replace_f16_matmul_loop()
 
 
 def restore_numpy() -> None:
@@ -58,6 +62,7 @@ def restore_numpy() -> None:
     global _was_on
     with _lock:
         _core.restore_matmul_loops()
+        _core.restore_f16_matmul_loop()
         _was_on = False
 
 
@@ -76,6 +81,7 @@ def patched() -> Iterator[None]:
         if _depth == 0:
             _was_on = is_patched()
         _core.replace_matmul_loops()
+        _core.replace_f16_matmul_loop()
         _depth += 1
     try:
         yield
@@ -84,3 +90,4 @@ def patched() -> Iterator[None]:
             _depth -= 1
             if _depth == 0 and not _was_on:
                 _core.restore_matmul_loops()
+                _core.restore_f16_matmul_loop()
