@@ -122,8 +122,9 @@ void narrow_f16_py(const py::array& src, py::array& dst) {
 // --- The switch's float16 loop ------------------------------------------------------------
 
 // Below this many multiply-adds per product NumPy's float16 loop keeps the product (its
-// fixed cost is lower for tiny ones); tests lower it to 0.
-constexpr int64_t kDefaultF16MinFlops = int64_t(16) * 16 * 16;
+// fixed cost is lower for tiny ones); see docs/DESIGN.md, "Low-precision products". Tests
+// lower it to 0.
+constexpr int64_t kDefaultF16MinFlops = int64_t(8) * 8 * 8;
 std::atomic<int64_t> g_f16_min_flops{kDefaultF16MinFlops};
 std::atomic<PyUFuncGenericFunction> g_f16_original{nullptr};  // NumPy's, kept once seen
 bool g_f16_replaced = false;                                  // guarded by the GIL
