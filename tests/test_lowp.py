@@ -338,6 +338,17 @@ def test_switch_runs_float16_on_fastgemm_and_restores_exactly(switch_off):
     assert _ours16() == before
 
 
+def test_switch_float16_stack_bigger_than_one_buffer(switch_off):
+    """The loop accumulates at most 2^22 float32 at a time: a 20 x 512 x 512 stack takes two
+    rounds and still gives fastgemm.matmul's bits."""
+    a, b = rand((20, 512, 8), F16), rand((20, 8, 512), F16)
+    want = fastgemm.matmul(a, b)
+    with fastgemm.patched():
+        got = a @ b
+    assert np.array_equal(got, want)
+    check(got[::7], a[::7], b[::7], out_dtype=F16)
+
+
 def test_switch_leaves_bfloat16_alone(switch_off):
     a = rand((10, 12), BF16)
     want = np.matmul(a, a.T)

@@ -10,6 +10,7 @@
 #include <numpy/arrayobject.h>
 #include <numpy/ufuncobject.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <new>
@@ -144,17 +145,25 @@ void f16_matmul_loop(char** args, npy_intp const* dims, npy_intp const* steps, v
         try {
             const View<float16_t> c{reinterpret_cast<float16_t*>(args[2]), n, m, steps[7] / 2, steps[8] / 2};
             if (!c_disjoint(c, {{batch, 0, 0, steps[2] / 2}})) throw std::invalid_argument("out overlaps itself");
-            const int64_t items = batch, per = checked_mul(n, m);
-            std::vector<float> tmp(size_t(checked_mul(items, per)));
-            gemm_lowp_batched<float16_t>(
-                1.0f, {reinterpret_cast<const float16_t*>(args[0]), n, k, steps[3] / 2, steps[4] / 2},
-                {reinterpret_cast<const float16_t*>(args[1]), k, m, steps[5] / 2, steps[6] / 2}, 0.0f,
-                {tmp.data(), n, m, m, 1}, {{batch, steps[0] / 2, steps[1] / 2, per}});
-            for (int64_t i = 0; i < items; ++i)
-                narrow_to_f16({tmp.data() + i * per, n, m, m, 1}, {c.data + i * (steps[2] / 2), n, m, c.rs, c.cs});
+            // The float32 accumulators of up to kTmpFloats elements at a time (whole items), so a
+            // big stack does not need a float32 copy of all of C at once.
+            constexpr int64_t kTmpFloats = int64_t(1) << 22;
+            const int64_t per = checked_mul(n, m), group = per >= kTmpFloats ? 1 : kTmpFloats / per;
+            std::vector<float> tmp(size_t(checked_mul(std::min<int64_t>(group, batch), per)));
+            for (int64_t i0 = 0; i0 < batch; i0 += group) {
+                const int64_t items = std::min(group, batch - i0);
+                gemm_lowp_batched<float16_t>(
+                    1.0f,
+                    {reinterpret_cast<const float16_t*>(args[0] + i0 * steps[0]), n, k, steps[3] / 2, steps[4] / 2},
+                    {reinterpret_cast<const float16_t*>(args[1] + i0 * steps[1]), k, m, steps[5] / 2, steps[6] / 2},
+                    0.0f, {tmp.data(), n, m, m, 1}, {{items, steps[0] / 2, steps[1] / 2, per}});
+                for (int64_t i = 0; i < items; ++i)
+                    narrow_to_f16({tmp.data() + i * per, n, m, m, 1},
+                                  {c.data + (i0 + i) * (steps[2] / 2), n, m, c.rs, c.cs});
+            }
             g_f16_ours.fetch_add(1, std::memory_order_relaxed);
             return;
-        } catch (...) {  // nothing of C written yet unless the product finished: NumPy redoes it all
+        } catch (...) {  // NumPy's loop then writes every element of C itself
         }
     }
     g_f16_numpys.fetch_add(1, std::memory_order_relaxed);

@@ -561,6 +561,29 @@ void run_lowp(const fastgemm::KernelSet& ks) {
     }
 }
 
+// gemm_lowp_batched: a broadcast A (zero batch stride) over a stack of B, spread over threads
+// by batch, gives bitwise what gemm_lowp gives item by item.
+template <typename S>
+void lowp_batched(const fastgemm::KernelSet& ks) {
+    const int64_t m = 40, n = 64, k = 100, items = 20;  // 2 threads by batch, 1 per item
+    std::vector<S> a(size_t(m * k)), b(size_t(items * k * n));
+    for (S& x : a) x = to_storage<S>(float(uniform()));
+    for (S& x : b) x = to_storage<S>(float(uniform()));
+    std::vector<float> c(size_t(items * m * n), 5.0f), want(c);
+    for (int64_t i = 0; i < items; ++i)
+        fastgemm::gemm_lowp<S>(0.5f, {a.data(), m, k, k, 1}, {b.data() + i * k * n, k, n, n, 1}, -1.0f,
+                               {want.data() + i * m * n, m, n, n, 1});
+    fastgemm::gemm_lowp_batched<S>(0.5f, {a.data(), m, k, k, 1}, {b.data(), k, n, n, 1}, -1.0f, {c.data(), m, n, n, 1},
+                                   {{items, 0, k * n, m * n}});
+    report(std::memcmp(c.data(), want.data(), c.size() * 4) == 0,
+           std::string(ks.name) + " lowp " + storage_name<S>() + " batched = item by item");
+    float x[16] = {};
+    const View<const S> s{reinterpret_cast<const S*>(x), 2, 2, 2, 1};
+    expect_throw<std::invalid_argument>("gemm_lowp_batched refuses a C that overlaps itself", [&] {
+        fastgemm::gemm_lowp_batched<S>(1.f, s, s, 0.f, View<float>{x, 2, 2, 0, 1}, {{2, 4, 4, 4}});
+    });
+}
+
 // The kernel set's float32 -> float16 rounding against the portable one, over special values
 // and every rounding boundary class; contiguous and strided.
 void lowp_narrow(const fastgemm::KernelSet& ks) {
@@ -628,6 +651,8 @@ int main() {
         run_lowp<fastgemm::bfloat16_t>(*ks);
         run_lowp<fastgemm::float16_t>(*ks);
         lowp_narrow(*ks);
+        lowp_batched<fastgemm::bfloat16_t>(*ks);
+        lowp_batched<fastgemm::float16_t>(*ks);
         std::printf("kernel %-8s %s\n", ks->name, failed == f0 ? "ok" : "FAILED");
     }
     fastgemm::set_kernels(before);
