@@ -198,6 +198,17 @@ def test_same_bits_for_any_thread_count(dt):
     assert np.array_equal(one, two) and np.array_equal(vone, vtwo)
 
 
+@pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
+def test_matrix_vector_is_sgemm_on_the_widened_inputs(dt, kernel):
+    """The streamed 2-byte matrix-vector kernels sum each output over k in the order the float32
+    ones do, so they give sgemm's bits on the widened inputs (chunk edges and tails included)."""
+    for n, k in ((37, 41), (4133, 19), (300, 1)):
+        x, w = rand((1, k), dt), rand((k, n), dt)
+        assert np.array_equal(fastgemm.gemm(x, w), fastgemm.sgemm(x.astype(np.float32), w.astype(np.float32)))
+        for wt in (w.T, w.T.copy()):  # n == 1: one dot product per row, or A's columns streamed
+            assert np.array_equal(fastgemm.gemm(wt, x.T), fastgemm.sgemm(wt.astype(np.float32), x.T.astype(np.float32)))
+
+
 def test_kernels_agree_within_the_bound():
     a, b = rand((50, 60), F16), rand((60, 70), F16)
     before = fastgemm.get_kernel()

@@ -495,9 +495,9 @@ template <typename S>
 void run_lowp(const fastgemm::KernelSet& ks) {
     const int64_t mr = ks.f32.mr, nr = ks.f32.nr;
     const fastgemm::Blocking bs = fastgemm::blocking_for(ks.f32.mr, ks.f32.nr, 4);
-    std::vector<std::vector<int64_t>> shapes = {{0, 0, 0},    {5, 3, 0},   {1, 1, 1},   {1, 7, 1},    {7, 1, 1},
-                                                {1, 1, 9},    {1, 37, 41}, {37, 1, 41}, {1, 300, 17}, {13, 17, 19},
-                                                {31, 37, 41}, {2, 401, 3}, {3, 2, 509}};
+    std::vector<std::vector<int64_t>> shapes = {{0, 0, 0},     {5, 3, 0},    {1, 1, 1},    {1, 7, 1},    {7, 1, 1},
+                                                {1, 1, 9},     {1, 37, 41},  {37, 1, 41},  {1, 300, 17}, {1, 4133, 11},
+                                                {4133, 1, 11}, {13, 17, 19}, {31, 37, 41}, {2, 401, 3},  {3, 2, 509}};
     for (int64_t d : {-1, 0, 1}) {
         shapes.push_back({mr + d, nr + 1, 7});
         shapes.push_back({mr + 1, nr + d, 5});

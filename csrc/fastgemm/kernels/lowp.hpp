@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../kernel.hpp"
 #include "packing.hpp"
@@ -142,9 +143,94 @@ void gemv_dots_cvt(int64_t n, int64_t k, float alpha, const typename C::S* x, co
     }
 }
 
+// Conversion traits may also give load_pairs(p, even, odd): 2W elements at p, the even-indexed
+// ones widened into `even`, the odd-indexed ones into `odd`. For bfloat16 that is one load, a
+// shift and an and for 2W elements (a bfloat16 at the top of a 32-bit word is already a float32),
+// against a widening load and a shift per W elements.
+// (Traits with load_pairs say so with `static constexpr bool kPairs = true`.)
+template <typename C, typename = void>
+struct has_pairs : std::false_type {};
+template <typename C>
+struct has_pairs<C, std::void_t<decltype(C::kPairs)>> : std::bool_constant<C::kPairs> {};
+
+// 2W elements at p of which only the first `count` exist (the rest read as 0), as pairs.
+template <typename V, typename C>
+void load_pairs_part(const typename C::S* p, int64_t count, typename V::reg& even, typename V::reg& odd) {
+    typename C::S buf[2 * V::W] = {};
+    for (int64_t l = 0; l < count; ++l) buf[l] = p[l];
+    C::load_pairs(buf, even, odd);
+}
+
+// gemv_rows_cvt through load_pairs: the chunk keeps each block of 2W partial sums as its even
+// elements then its odd ones, and y is written back in order. The sum per element runs over p in
+// order from 0, exactly as in gemv_rows_cvt, so the result is bitwise the same.
+template <typename V, typename C>
+void gemv_rows_pairs(int64_t n, int64_t k, float alpha, const typename C::S* x, int64_t incx, const typename C::S* mat,
+                     int64_t ldm, float beta, float* y, float* t) {
+    using R = typename V::reg;
+    using S = typename C::S;
+    constexpr int W = V::W, B = 2 * V::W;
+    constexpr int64_t kChunk = kGemvChunkBytes / int64_t(sizeof(float));
+    static_assert(kChunk % B == 0, "the chunk holds whole pairs of vectors");
+    for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
+        const int64_t len = n - j0 < kChunk ? n - j0 : kChunk;
+        const int64_t full = len / B * B, rest = len - full;
+        for (int64_t j = 0, padded = rest ? full + B : full; j < padded; ++j) t[j] = 0.0f;
+        const S* m0 = mat + j0;
+        // `rows` rows from p on, their x values broadcast in xs.
+        auto pass = [&](const R* xs, int rows, const S* r0) {
+            for (int64_t j = 0; j < full; j += B) {
+                R ae = V::loadu(t + j), ao = V::loadu(t + j + W);
+                for (int q = 0; q < rows; ++q) {
+                    R e, o;
+                    C::load_pairs(r0 + q * ldm + j, e, o);
+                    ae = V::fmadd(xs[q], e, ae);
+                    ao = V::fmadd(xs[q], o, ao);
+                }
+                V::storeu(t + j, ae);
+                V::storeu(t + j + W, ao);
+            }
+            if (rest) {
+                R ae = V::loadu(t + full), ao = V::loadu(t + full + W);
+                for (int q = 0; q < rows; ++q) {
+                    R e, o;
+                    load_pairs_part<V, C>(r0 + q * ldm + full, rest, e, o);
+                    ae = V::fmadd(xs[q], e, ae);
+                    ao = V::fmadd(xs[q], o, ao);
+                }
+                V::storeu(t + full, ae);
+                V::storeu(t + full + W, ao);
+            }
+        };
+        int64_t p = 0;
+        for (; p + 8 <= k; p += 8) {
+            R xs[8];
+            for (int q = 0; q < 8; ++q) xs[q] = V::set1(C::one(x[(p + q) * incx]));
+            pass(xs, 8, m0 + p * ldm);
+        }
+        for (; p < k; ++p) {
+            const R xs[1] = {V::set1(C::one(x[p * incx]))};
+            pass(xs, 1, m0 + p * ldm);
+        }
+        float* yc = y + j0;
+        for (int64_t j = 0; j < len; ++j) {
+            const int64_t b = j / B * B, i = j - b;
+            const float tj = t[b + (i & 1) * W + (i >> 1)];
+            yc[j] = beta == 0.0f ? alpha * tj : alpha * tj + beta * yc[j];
+        }
+    }
+}
+
+template <typename V, typename C>
+void gemv_rows_best(int64_t n, int64_t k, float alpha, const typename C::S* x, int64_t incx, const typename C::S* mat,
+                    int64_t ldm, float beta, float* y, float* t) {
+    if constexpr (has_pairs<C>::value) gemv_rows_pairs<V, C>(n, k, alpha, x, incx, mat, ldm, beta, y, t);
+    else gemv_rows_cvt<V, C>(n, k, alpha, x, incx, mat, ldm, beta, y, t);
+}
+
 template <typename V, typename C, int MR, int NR>
 constexpr LowpTable<typename C::S> lowp_table() {
-    return {&pack_a_cvt<V, C, MR>, &pack_b_cvt<V, C, NR>, &gemv_rows_cvt<V, C>, &gemv_dots_cvt<V, C>};
+    return {&pack_a_cvt<V, C, MR>, &pack_b_cvt<V, C, NR>, &gemv_rows_best<V, C>, &gemv_dots_cvt<V, C>};
 }
 
 // The LowpKernels of a kernel file whose float32 main tile is MR x (NV vectors of V).
