@@ -143,6 +143,8 @@ def test_gemm_bad_dtypes():
         fastgemm.gemm(abf, abf, np.zeros((4, 4), np.float64))
     with pytest.raises(TypeError, match="c must be float32 or"):
         fastgemm.gemm(abf, abf, np.zeros((4, 4), F16))
+    with pytest.raises(TypeError, match="non-native byte order"):
+        fastgemm.gemm(a16.astype(">f2"), a16)
     with pytest.raises(TypeError, match="ml_dtypes"):
         fastgemm.gemm(np.ones((2, 2), np.int16), np.ones((2, 2), np.int16))
     with pytest.raises(ValueError, match="inner dimensions"):

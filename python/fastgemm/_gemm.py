@@ -212,4 +212,8 @@ def gemm(
             _trans(trans_a, "trans_a", "gemm"),
             _trans(trans_b, "trans_b", "gemm"),
         )
+    if dt == np.float16:  # only a byte-swapped float16 gets here
+        raise TypeError(
+            f"gemm: a has dtype {np.asarray(a).dtype.str} (non-native byte order): pass a.astype(np.float16)"
+        )
     raise TypeError(f"gemm: a must have dtype float32, float64, float16 or bfloat16 ({_lowp.INSTALL_HINT}), got {dt}")
