@@ -28,14 +28,23 @@ namespace {
 
 enum class Lowp { bf16, f16, other };
 
+// The type number NumPy gave bfloat16 when ml_dtypes registered it (a user type number, fixed
+// for the process), once a dtype has been recognised by name: reading the name costs ~1 us.
+int g_bf16_num = -1;  // guarded by the GIL
+
 Lowp kind_of(const py::array& x) {
     const py::dtype dt = x.dtype();
     if (dt.itemsize() != 2) return Lowp::other;
     constexpr char native = __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? '<' : '>';
     const char order = dt.byteorder();
     if (order != '=' && order != '|' && order != native) return Lowp::other;
-    if (dt.num() == NPY_HALF) return Lowp::f16;
-    if (dt.kind() == 'V' && std::string(py::str(dt.attr("name"))) == "bfloat16") return Lowp::bf16;
+    const int num = dt.num();
+    if (num == NPY_HALF) return Lowp::f16;
+    if (num == g_bf16_num) return Lowp::bf16;
+    if (num >= NPY_USERDEF && dt.kind() == 'V' && std::string(py::str(dt.attr("name"))) == "bfloat16") {
+        g_bf16_num = num;
+        return Lowp::bf16;
+    }
     return Lowp::other;
 }
 

@@ -24,9 +24,19 @@ _F32 = np.dtype(np.float32)
 INSTALL_HINT = "bfloat16 arrays come from ml_dtypes: pip install 'fastgemm[bf16]' (or ml_dtypes)"
 
 
+# Scalar types already recognised as bfloat16: dtype.name builds a string on every access
+# (~0.9 us), a set lookup of dtype.type does not.
+_BF16_TYPES: set[type] = set()
+
+
 def is_bfloat16(dt: np.dtype[Any]) -> bool:
     """True for ml_dtypes' bfloat16 (native byte order), without importing ml_dtypes."""
-    return dt.itemsize == 2 and dt.kind == "V" and dt.name == "bfloat16"
+    if dt.type in _BF16_TYPES:
+        return dt.isnative
+    if dt.itemsize == 2 and dt.kind == "V" and dt.name == "bfloat16":
+        _BF16_TYPES.add(dt.type)
+        return dt.isnative
+    return False
 
 
 def is_lowp(dt: np.dtype[Any]) -> bool:
