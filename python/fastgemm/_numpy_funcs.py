@@ -39,7 +39,7 @@ _calls: dict[str, dict[str, int]] = {"dot": {"fastgemm": 0, "numpy": 0}, "inner"
 
 def _original(name: str) -> Callable[..., Any]:
     f = _originals.get(name)
-    return f if f is not None else getattr(np, name)  # type: ignore[no-any-return]
+    return f if f is not None else getattr(np, name)
 
 
 def _dtype(a: Any, b: Any) -> np.dtype[Any] | None:
