@@ -312,3 +312,21 @@ def test_vec_gufuncs_match_numpy(dtype):
         gots = [_outcome(f) for f in calls]
     for got, want in zip(gots, wants):
         _same(got, want, 33)
+
+
+def test_floating_point_errors_are_reported_as_numpy_does():
+    """NumPy's dot warns / raises per np.errstate ("invalid value encountered in dot")."""
+    a, b = np.ones((3, 2)), np.array([[-np.inf, 1.0], [np.inf, 1.0]])
+    with fastgemm.patched():
+        with np.errstate(invalid="raise"), pytest.raises(FloatingPointError, match="invalid value encountered in dot"):
+            np.dot(a, b)
+        with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+            np.inner(a, b.T)
+        with np.errstate(all="ignore"):
+            before = _numpy_funcs.calls()["dot"]["fastgemm"]
+            assert np.isnan(np.dot(a, b)[:, 0]).all()
+            assert _numpy_funcs.calls()["dot"]["fastgemm"] == before + 1
+        with np.errstate(invalid="raise"):  # a finite result stays on fastgemm
+            before = _numpy_funcs.calls()["dot"]["fastgemm"]
+            np.dot(a, np.ones((2, 2)))
+            assert _numpy_funcs.calls()["dot"]["fastgemm"] == before + 1

@@ -56,6 +56,25 @@ def _large_enough(n: int, k: int, m: int) -> bool:
     return n * k * m >= _core.matmul_loop_min_flops()
 
 
+def _fp_checked(result: np.ndarray) -> bool:
+    """True when NumPy would report no floating-point error for this result.
+
+    NumPy's dot and inner report invalid / overflow / underflow as np.errstate says (a warning
+    by default, "invalid value encountered in dot"). Invalid and overflow always leave a NaN or
+    Inf in the result, so a finite result needs no check; a non-finite one under an errstate
+    that is not "ignore" is recomputed by NumPy, which warns or raises as it does. Underflow
+    leaves no trace, so an errstate that reports it sends every call to NumPy (see _fp_quiet).
+    """
+    if result.size == 0 or np.isfinite(result).all():
+        return True
+    err = np.geterr()
+    return err["invalid"] == "ignore" and err["over"] == "ignore"
+
+
+def _fp_quiet() -> bool:
+    return np.geterr()["under"] == "ignore"  # NumPy's default
+
+
 def dot(a: Any, b: Any, out: Any = None) -> Any:
     """numpy.dot, with float32 / float64 products on fastgemm (see the module docstring)."""
     dtype = _dtype(a, b)
@@ -68,17 +87,27 @@ def dot(a: Any, b: Any, out: Any = None) -> Any:
                 out.shape == shape and out.dtype == dtype and out.flags.c_contiguous and out.flags.writeable
             ):
                 p, m = math.prod(a.shape[:-1]), (b.shape[-1] if b.ndim > 1 else 1)
-                if _large_enough(p, k, m):
-                    _calls["dot"]["fastgemm"] += 1
-                    return _dot(a, b, out, dtype, shape, p, k, m)
+                # An out that shares memory with an operand goes to NumPy: a result that must
+                # be recomputed by NumPy (_fp_checked) would find its operands overwritten.
+                if (
+                    _large_enough(p, k, m)
+                    and _fp_quiet()
+                    and (out is None or not (np.may_share_memory(out, a) or np.may_share_memory(out, b)))
+                ):
+                    result = _dot(a, b, out, dtype, shape, p, k, m)
+                    if _fp_checked(result):
+                        _calls["dot"]["fastgemm"] += 1
+                        if out is not None:
+                            return out
+                        return result[()] if result.ndim == 0 else result
     _calls["dot"]["numpy"] += 1
     return _original("dot")(a, b, out)
 
 
 def _dot(
     a: np.ndarray, b: np.ndarray, out: Any, dtype: np.dtype[Any], shape: tuple[int, ...], p: int, k: int, m: int
-) -> Any:
-    result = np.empty(shape, dtype) if out is None else out
+) -> np.ndarray:
+    result: np.ndarray = np.empty(shape, dtype) if out is None else out
     a2 = a.reshape(p, k)
     if b.ndim == 1:
         matmul(a2, b, out=result.reshape(p))
@@ -86,9 +115,7 @@ def _dot(
         q = math.prod(b.shape[:-2])
         # The (P, Q, M) result seen as Q products of (P, M): a view, written in place.
         matmul(a2, b.reshape(q, k, m), out=result.reshape(p, q, m).transpose(1, 0, 2))
-    if out is not None:
-        return out
-    return result[()] if result.ndim == 0 else result
+    return result
 
 
 def inner(a: Any, b: Any) -> Any:
@@ -97,19 +124,23 @@ def inner(a: Any, b: Any) -> Any:
     if dtype is not None and a.shape[-1] == b.shape[-1]:
         k = a.shape[-1]
         p, q = math.prod(a.shape[:-1]), math.prod(b.shape[:-1])
-        if _large_enough(p, k, q):
-            _calls["inner"]["fastgemm"] += 1
+        if _large_enough(p, k, q) and _fp_quiet():
             result = np.empty(a.shape[:-1] + b.shape[:-1], dtype)
             matmul(a.reshape(p, k), b.reshape(q, k).T, out=result.reshape(p, q))
-            return result[()] if result.ndim == 0 else result
+            if _fp_checked(result):
+                _calls["inner"]["fastgemm"] += 1
+                return result[()] if result.ndim == 0 else result
     _calls["inner"]["numpy"] += 1
     return _original("inner")(a, b)
 
 
 _OURS: dict[str, Callable[..., Any]] = {"dot": dot, "inner": inner}
 for _name, _f in _OURS.items():
-    _f.__doc__ = (getattr(np, _name).__doc__ or "") + f"\n\n(fastgemm: {_f.__doc__})"
-del _name, _f
+    _np_f = getattr(np, _name)
+    _f.__doc__ = (_np_f.__doc__ or "") + f"\n\n(fastgemm: {_f.__doc__})"
+    if hasattr(_np_f, "__signature__"):  # NumPy >= 2.3 gives its C functions one; keep it
+        _f.__signature__ = _np_f.__signature__  # type: ignore[attr-defined]
+del _name, _f, _np_f
 
 
 def calls() -> dict[str, dict[str, int]]:
