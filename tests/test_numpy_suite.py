@@ -22,7 +22,9 @@ def _counts(output):
 
 
 @pytest.mark.parametrize(
-    "module,expr", suite.SELECTION, ids=[f"{m.rsplit('.', 1)[-1]}-{e.split()[0]}" for m, e in suite.SELECTION]
+    "module,expr",
+    suite.SELECTION,
+    ids=[f"{m.rsplit('.', 1)[-1]}-{e.split()[0].strip('(')}" for m, e in suite.SELECTION],
 )
 def test_numpys_tests_pass_with_the_switch_on(module, expr):
     try:
