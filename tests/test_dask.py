@@ -86,3 +86,13 @@ def test_threads_option_and_validation(client):
     finally:
         fastgemm.dask.enable(client)
     assert all(s["threads"] == 1 for s in client.run(fastgemm.dask.worker_status).values())
+
+
+def test_disable_puts_numpy_back_in_the_workers(client):
+    fastgemm.dask.disable(client)
+    try:
+        assert not any(s["patched"] for s in client.run(fastgemm.dask.worker_status).values())
+        fastgemm.dask.disable(client)  # not registered: nothing to do
+    finally:
+        fastgemm.dask.enable(client)
+    assert all(s["patched"] for s in client.run(fastgemm.dask.worker_status).values())

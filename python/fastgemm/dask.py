@@ -65,8 +65,13 @@ def enable(client: Client, threads: int | None = None) -> None:
 
 
 def disable(client: Client) -> None:
-    """Unregister the plugin: each worker puts NumPy's own functions back (its teardown)."""
-    client.unregister_worker_plugin(PLUGIN_NAME)
+    """Unregister the plugin: each worker puts NumPy's own functions back (its teardown).
+    Does nothing when the plugin is not registered."""
+    try:
+        client.unregister_worker_plugin(PLUGIN_NAME)
+    except ValueError as e:  # the scheduler's "The worker plugin fastgemm does not exist"
+        if "does not exist" not in str(e):
+            raise
 
 
 def worker_status() -> dict[str, Any]:
