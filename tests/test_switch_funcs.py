@@ -214,6 +214,7 @@ def test_inner_semantics_match_numpy(sa, sb, dtypes):
     _same(got, want, sa[-1])
 
 
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.asmatrix
 def test_dot_odd_inputs_match_numpy():
     a, b = _rand((6, 5)), _rand((5, 4))
     cases = [
