@@ -4,10 +4,10 @@ matmul_call), under every kernel this machine runs."""
 
 import numpy as np
 import pytest
-from gemm_check import DTYPES, assert_matches, reference
 
 import fastgemm
 from fastgemm import _core
+from gemm_check import DTYPES, assert_matches, reference
 
 SQUARES = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64)
 BATCHED = {np.dtype(np.float32): _core.sgemm_batched, np.dtype(np.float64): _core.dgemm_batched}
@@ -48,7 +48,18 @@ def test_rectangular_stacks(kernel, shape, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", (3, 8, 16))
 @pytest.mark.parametrize(
-    "layout", ["broadcast-a", "broadcast-b", "2-axes", "stepped", "reversed", "transposed-ops", "F-out", "axis-views"]
+    "layout",
+    [
+        "broadcast-a",
+        "broadcast-b",
+        "2-axes",
+        "stepped",
+        "reversed",
+        "transposed-ops",
+        "F-out",
+        "F-out-broadcast",
+        "axis-views",
+    ],
 )
 def test_stack_layouts(kernel, n, dtype, layout):
     rng = np.random.default_rng(n)
@@ -68,6 +79,8 @@ def test_stack_layouts(kernel, n, dtype, layout):
         a, b = a.transpose(0, 2, 1), b.transpose(0, 2, 1)
     elif layout == "F-out":
         out = np.empty((6, n, n), dtype).transpose(0, 2, 1)
+    elif layout == "F-out-broadcast":  # C^T = B^T A^T swaps which batch stride steps which operand
+        a, out = np.asfortranarray(a[0]), np.empty((6, n, n), dtype).transpose(0, 2, 1)
     elif layout == "axis-views":  # the batch axis in the middle of the array
         a = _rand(rng, (n, 6, n), dtype).transpose(1, 0, 2)
     c = fastgemm.matmul(a, b, out=out)
