@@ -98,5 +98,6 @@ PYBIND11_MODULE(_core, m) {
         return out;
     });
     register_batched(m);
+    register_calls(m);
     register_ufunc_loops(m);
 }

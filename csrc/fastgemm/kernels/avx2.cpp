@@ -43,6 +43,10 @@ struct Avx2F64 {
     static reg mul(reg a, reg b) { return _mm256_mul_pd(a, b); }
 };
 
+// Small products in panels of 2 vectors: 4 x 2 accumulators plus 2 B vectors leave room in
+// the 16 ymm registers (4 x 4 spilled); see docs/DESIGN.md, "Small products".
+constexpr int kSmallPanel = 2;
+
 }  // namespace
 
 // Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
@@ -51,8 +55,8 @@ constexpr KernelSet avx2_kernels{"avx2",
                                  "AVX2+FMA",
                                  &runs_avx2,
                                  Tuning{256, 128, int64_t(512) * 512 * 512, 16},
-                                 kernels::kernel_table<Avx2F32, 6, 2>(),
-                                 kernels::kernel_table<Avx2F64, 6, 2>(),
+                                 kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(),
+                                 kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
                                  kernels::kernel_table<Avx2F32, 12, 1>(),
                                  kernels::kernel_table<Avx2F64, 12, 1>()};
 
