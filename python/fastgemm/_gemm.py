@@ -194,7 +194,7 @@ def gemm(
     """:func:`sgemm` or :func:`dgemm` by the dtype of ``a`` (float32 or float64)."""
     r = _core.gemm_call(a, b, c, alpha, beta, trans_a, trans_b)
     if r is not NotImplemented:
-        return r  # type: ignore[no-any-return]
+        return r
     dt = a.dtype if isinstance(a, np.ndarray) else np.asarray(a).dtype
     dt = dt.newbyteorder("=")  # a byte-swapped float32 gets sgemm's byte-order message
     if dt == np.float32:
