@@ -20,10 +20,10 @@ VEC_UFUNCS = [name for name in ("vecdot", "matvec", "vecmat") if name in _core.r
 @pytest.fixture(autouse=True)
 def switch_off_around_each_test():
     fastgemm.restore_numpy()
-    before = _core.matmul_loop_min_flops()
-    _core.set_matmul_loop_min_flops(0)  # every product, however small, takes fastgemm's path
+    before = _core.switch_min_flops()
+    _core.set_switch_min_flops(0)  # every product, however small, takes fastgemm's path
     yield
-    _core.set_matmul_loop_min_flops(before)
+    _core.set_switch_min_flops(before)
     fastgemm.restore_numpy()
     assert not fastgemm.is_patched()
 

@@ -22,10 +22,11 @@ using namespace fastgemm;
 
 namespace {
 
-// Below this many multiply-adds per product NumPy's own loop is faster: fastgemm's fixed cost
-// per call outweighs what its kernels gain; see docs/DESIGN.md, "NumPy loop threshold". Tests lower it to 0 so every
-// product takes fastgemm's path. The same threshold holds for every gufunc here (a vecdot of
-// length n is n multiply-adds, a matvec m*n).
+// The matmul loop takes every product: since the per-product cost went into the kernels
+// (stacks in one kernel call, no per-call setup) it beats NumPy's loop at every size. The
+// vector gufuncs (and np.dot / np.inner, fastgemm._numpy_funcs) keep NumPy's loop below this
+// many multiply-adds, where their fixed cost was not measured; see docs/DESIGN.md, "NumPy
+// loop threshold". Tests lower it to 0 so every product takes fastgemm's path.
 constexpr int64_t kDefaultMinFlops = int64_t(64) * 64 * 64;
 std::atomic<int64_t> g_min_flops{kDefaultMinFlops};
 
@@ -86,16 +87,22 @@ void gufunc_loop(char** args, npy_intp const* dims, npy_intp const* steps, void*
     const Geometry g = geometry<O>(dims, steps);
     constexpr size_t s = sizeof(T);
     const npy_intp e = npy_intp(s);
-    bool ok = double(g.n) * double(g.k) * double(g.m) >= double(g_min_flops.load(std::memory_order_relaxed));
+    bool ok =
+        O == kMatmul || double(g.n) * double(g.k) * double(g.m) >= double(g_min_flops.load(std::memory_order_relaxed));
     for (int i = 0; ok && i < 3; ++i) ok = fits(args[i], steps[i], s);
     for (npy_intp st : {g.a_n, g.a_k, g.b_k, g.b_m, g.c_n, g.c_m}) ok = ok && st % e == 0;
     if (ok) {
         try {
+            const View<const T> a{reinterpret_cast<const T*>(args[0]), g.n, g.k, g.a_n / e, g.a_k / e};
+            const View<const T> b{reinterpret_cast<const T*>(args[1]), g.k, g.m, g.b_k / e, g.b_m / e};
             const View<T> c{reinterpret_cast<T*>(args[2]), g.n, g.m, g.c_n / e, g.c_m / e};
-            const std::vector<BatchAxis> axes{{batch, steps[0] / e, steps[1] / e, steps[2] / e}};
-            if (!c_disjoint(c, axes)) throw std::invalid_argument("out overlaps itself");
-            gemm_batched<T>(T(1), {reinterpret_cast<const T*>(args[0]), g.n, g.k, g.a_n / e, g.a_k / e},
-                            {reinterpret_cast<const T*>(args[1]), g.k, g.m, g.b_k / e, g.b_m / e}, T(0), c, axes);
+            if (batch == 1) {
+                gemm<T>(T(1), a, b, T(0), c);  // refuses a C that overlaps itself
+            } else {
+                const std::vector<BatchAxis> axes{{batch, steps[0] / e, steps[1] / e, steps[2] / e}};
+                if (!c_disjoint(c, axes)) throw std::invalid_argument("out overlaps itself");
+                gemm_batched<T>(T(1), a, b, T(0), c, axes);
+            }
             g_ours[O].fetch_add(1, std::memory_order_relaxed);
             return;
         } catch (...) {
@@ -244,9 +251,9 @@ void register_ufunc_loops(py::module_& m) {
         "ufunc_loops_replaced", [](const std::string& name) { return for_op<bool, Replaced>(op_of(name)); },
         py::arg("name"));
     m.def("ufunc_loop_calls", [](const std::string& name) { return calls(op_of(name)); }, py::arg("name"));
-    m.def("matmul_loop_min_flops", [] { return g_min_flops.load(); });
+    m.def("switch_min_flops", [] { return g_min_flops.load(); });
     m.def(
-        "set_matmul_loop_min_flops",
+        "set_switch_min_flops",
         [](int64_t n) {
             if (n < 0) throw py::value_error("the smallest product for fastgemm's matmul loop must be >= 0");
             g_min_flops.store(n);

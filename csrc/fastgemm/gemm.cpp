@@ -107,8 +107,15 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
     SmallProduct<T> sp;
     if (small_product(ks, a, b, c, sp)) {
         // Threads take whole 4-row groups; every C element is computed the same way on any
-        // split, so the result does not depend on the thread count.
-        parallel_ranges(threads_for(m, n, k), sp.c.rows, 4, [&](int, int64_t lo, int64_t hi) {
+        // split (and by the fixed-shape kernels of small_stack), so the result does not
+        // depend on the thread count.
+        const int threads = threads_for(m, n, k);
+        if (threads == 1) {
+            main.small_stack(StackRun{1, 0, 0, 0}, sp.c.rows, sp.c.cols, k, alpha, sp.a.data, sp.a.rs, sp.a.cs,
+                             sp.b.data, sp.b.rs, beta, sp.c.data, sp.c.rs);
+            return;
+        }
+        parallel_ranges(threads, sp.c.rows, 4, [&](int, int64_t lo, int64_t hi) {
             main.small(hi - lo, sp.c.cols, k, alpha, sp.a.data + lo * sp.a.rs, sp.a.rs, sp.a.cs, sp.b.data, sp.b.rs,
                        beta, sp.c.data + lo * sp.c.rs, sp.c.rs);
         });

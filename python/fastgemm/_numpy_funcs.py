@@ -5,8 +5,8 @@ a product of plain ndarrays of float32 / float64 (mixed: float64), neither 0-d, 
 fit, and for ``dot`` an ``out`` that NumPy would accept (an ndarray, C-contiguous, of the
 result's exact shape and dtype); every other call -- other dtypes, subclasses and objects with
 ``__array_function__``, Python scalars and lists, bad input -- goes to NumPy's own function,
-which gives the result or raises its own exception. Products under the matmul loop's threshold
-(``_core.matmul_loop_min_flops()``, 64^3 multiply-adds) go to NumPy too, which is faster there.
+which gives the result or raises its own exception. Products under the switch's threshold
+(``_core.switch_min_flops()``, 64^3 multiply-adds) go to NumPy too, which is faster there.
 
 The switch (fastgemm._patch) replaces ``dot`` and ``inner`` in every loaded ``numpy.*`` module
 that holds NumPy's function, which is where NumPy's own Python code finds them: ``tensordot``
@@ -53,7 +53,7 @@ def _dtype(a: Any, b: Any) -> np.dtype[Any] | None:
 
 
 def _large_enough(n: int, k: int, m: int) -> bool:
-    return n * k * m >= _core.matmul_loop_min_flops()
+    return n * k * m >= _core.switch_min_flops()
 
 
 def _fp_checked(result: np.ndarray) -> bool:

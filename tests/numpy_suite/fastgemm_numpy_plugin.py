@@ -24,8 +24,8 @@ def _calls():
 
 
 def pytest_sessionstart(session):
-    _state["min_flops"] = _core.matmul_loop_min_flops()
-    _core.set_matmul_loop_min_flops(0)
+    _state["min_flops"] = _core.switch_min_flops()
+    _core.set_switch_min_flops(0)
     _state["calls"] = _calls()
     fastgemm.patch_numpy()
 
@@ -33,7 +33,7 @@ def pytest_sessionstart(session):
 def pytest_sessionfinish(session, exitstatus):
     still_on = fastgemm.is_patched()
     fastgemm.restore_numpy()
-    _core.set_matmul_loop_min_flops(_state["min_flops"])
+    _core.set_switch_min_flops(_state["min_flops"])
     now = _calls()
     _state["summary"] = (
         f"fastgemm numpy suite: switch {'on' if still_on else 'OFF'} at the end; products: "

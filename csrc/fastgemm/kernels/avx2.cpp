@@ -54,7 +54,7 @@ constexpr int kSmallPanel = 2;
 constexpr KernelSet avx2_kernels{"avx2",
                                  "AVX2+FMA",
                                  &runs_avx2,
-                                 Tuning{256, 128, int64_t(512) * 512 * 512, 16},
+                                 Tuning{256, 128, int64_t(128) * 128 * 128, 16},
                                  kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(),
                                  kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
                                  kernels::kernel_table<Avx2F32, 12, 1>(),

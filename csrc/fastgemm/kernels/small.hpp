@@ -144,7 +144,7 @@ void square_tiny(T alpha, const T* a, int64_t rsa, int64_t csa, const T* b, int6
     for (int i = 0; i < N; ++i)
         for (int j = 0; j < N; ++j) {
             T& cij = c[i * rsc + j];
-            cij = beta == T(0) ? alpha * acc[i][j] : alpha * acc[i][j] + beta * cij;
+            cij = beta == T(0) ? alpha * acc[i][j] : std::fma(beta, cij, alpha * acc[i][j]);
         }
 }
 
