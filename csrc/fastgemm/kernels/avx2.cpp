@@ -49,8 +49,8 @@ constexpr int kSmallPanel = 2;
 
 }  // namespace
 
-// Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
-// docs/DESIGN.md, "Measured decisions".
+// The small-path cap was measured on Zen 3 ("Small products"); the other thresholds on Zen 4
+// AVX-512 only; see docs/DESIGN.md, "Measured decisions".
 constexpr KernelSet avx2_kernels{"avx2",
                                  "AVX2+FMA",
                                  &runs_avx2,
