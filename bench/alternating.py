@@ -31,8 +31,8 @@ def main() -> None:
     args = p.parse_args()
     try:
         from threadpoolctl import threadpool_limits
-    except ImportError:
-        raise SystemExit("needs threadpoolctl (pip install threadpoolctl) to give NumPy's BLAS the same threads")
+    except ImportError as e:
+        raise SystemExit("needs threadpoolctl (pip install threadpoolctl) to give NumPy's BLAS the same threads") from e
     threadpool_limits(args.threads, user_api="blas")
     fg.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
