@@ -90,8 +90,8 @@ def test_self_overlapping_c_is_refused(dtype, strides):
 @pytest.mark.parametrize("kind", ["rows", "items"])
 def test_switch_hands_overlapping_out_to_numpy(dtype, kind):
     item = np.dtype(dtype).itemsize
-    old = _core.matmul_loop_min_flops()
-    _core.set_matmul_loop_min_flops(0)
+    old = _core.switch_min_flops()
+    _core.set_switch_min_flops(0)
     try:
         if kind == "rows":  # rows of one out matrix alias each other
             a, b = _rand((6, 8), dtype), _rand((8, 5), dtype)
@@ -112,4 +112,4 @@ def test_switch_hands_overlapping_out_to_numpy(dtype, kind):
             results.append(base.copy())
         np.testing.assert_array_equal(results[1], results[0])
     finally:
-        _core.set_matmul_loop_min_flops(old)
+        _core.set_switch_min_flops(old)

@@ -12,11 +12,11 @@ SHAPES = [(65, 65, 65), (100, 100, 100), (1, 300, 1000), (64, 17, 300), (300, 10
 @pytest.fixture(autouse=True)
 def _every_product_on_fastgemm():
     # One thread: flags raised on worker threads never reach NumPy, on either side.
-    old_flops, old_threads = _core.matmul_loop_min_flops(), fg.get_num_threads()
-    _core.set_matmul_loop_min_flops(0)
+    old_flops, old_threads = _core.switch_min_flops(), fg.get_num_threads()
+    _core.set_switch_min_flops(0)
     fg.set_num_threads(1)
     yield
-    _core.set_matmul_loop_min_flops(old_flops)
+    _core.set_switch_min_flops(old_flops)
     fg.set_num_threads(old_threads)
     fg.restore_numpy()
 

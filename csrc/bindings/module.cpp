@@ -98,6 +98,7 @@ PYBIND11_MODULE(_core, m) {
         return out;
     });
     register_batched(m);
+    register_calls(m);
     register_ufunc_loops(m);
     register_lowp(m);
 }

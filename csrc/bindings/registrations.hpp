@@ -4,5 +4,6 @@
 #include <pybind11/pybind11.h>
 
 void register_batched(pybind11::module_& m);
+void register_calls(pybind11::module_& m);
 void register_ufunc_loops(pybind11::module_& m);
 void register_lowp(pybind11::module_& m);

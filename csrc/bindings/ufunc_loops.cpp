@@ -1,14 +1,17 @@
-// Swaps NumPy's float32 / float64 matmul gufunc inner loops for fastgemm's and back.
-// PyUFunc_ReplaceLoopBySignature swaps the function pointer NumPy looks up on every call, so
-// np.matmul, `@`, `@=` and np.linalg.matmul all reach these loops.
+// Swaps NumPy's float32 / float64 gufunc inner loops of matmul (and NumPy 2's vecdot, matvec
+// and vecmat) for fastgemm's and back. PyUFunc_ReplaceLoopBySignature swaps the function
+// pointer NumPy looks up on every call, so np.matmul, `@`, `@=`, np.linalg.matmul, np.vecdot,
+// np.linalg.vecdot, np.matvec and np.vecmat all reach these loops.
 #include <pybind11/pybind11.h>
 
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
 #include <numpy/ufuncobject.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "../fastgemm/batched.hpp"
@@ -19,13 +22,21 @@ using namespace fastgemm;
 
 namespace {
 
-// Below this many multiply-adds per product NumPy's own loop is faster: fastgemm's fixed cost
-// per call outweighs what its kernels gain; see docs/DESIGN.md, "NumPy loop threshold". Tests lower it to 0 so every
-// product takes fastgemm's path.
+// The matmul loop takes every product: since the per-product cost went into the kernels
+// (stacks in one kernel call, no per-call setup) it beats NumPy's loop at every size. The
+// vector gufuncs (and np.dot / np.inner, fastgemm._numpy_funcs) keep NumPy's loop below this
+// many multiply-adds, where their fixed cost was not measured; see docs/DESIGN.md, "NumPy
+// loop threshold". Tests lower it to 0 so every product takes fastgemm's path.
 constexpr int64_t kDefaultMinFlops = int64_t(64) * 64 * 64;
 std::atomic<int64_t> g_min_flops{kDefaultMinFlops};
 
-template <typename T>
+// The gufuncs whose float32 / float64 loops are replaced, with the core signature each loop
+// is written for: a NumPy whose ufunc has another signature is refused, not guessed at.
+enum Op { kMatmul, kVecdot, kMatvec, kVecmat, kOps };
+constexpr const char* kNames[kOps] = {"matmul", "vecdot", "matvec", "vecmat"};
+constexpr const char* kSignatures[kOps] = {"(n?,k),(k,m?)->(n?,m?)", "(n),(n)->()", "(m,n),(n)->(m)", "(n),(n,m)->(m)"};
+
+template <typename T, int O>
 struct Slot {
     static constexpr int type_num = sizeof(T) == 4 ? NPY_FLOAT : NPY_DOUBLE;
     // NumPy's loop, kept from the first replacement; never cleared, so a call already inside
@@ -33,110 +44,216 @@ struct Slot {
     static std::atomic<PyUFuncGenericFunction> original;
     static bool replaced;  // guarded by the GIL
 };
-template <typename T>
-std::atomic<PyUFuncGenericFunction> Slot<T>::original{nullptr};
-template <typename T>
-bool Slot<T>::replaced = false;
+template <typename T, int O>
+std::atomic<PyUFuncGenericFunction> Slot<T, O>::original{nullptr};
+template <typename T, int O>
+bool Slot<T, O>::replaced = false;
 
-std::atomic<uint64_t> g_ours{0}, g_numpys{0};
+std::atomic<uint64_t> g_ours[kOps], g_numpys[kOps];
 
 bool fits(const void* p, npy_intp step, size_t size) {
     return reinterpret_cast<uintptr_t>(p) % size == 0 && step % npy_intp(size) == 0;
 }
 
-// The gufunc loop for (n?,k),(k,m?)->(n?,m?): dimensions [batch, n, k, m], steps
-// [sA, sB, sC, A_n, A_k, B_k, B_m, C_n, C_m] in bytes. It may run without the GIL, so it
-// touches no Python object; anything it cannot take (odd strides, unaligned data, tiny
-// products, an `out` whose matrices overlap themselves or each other, an allocation failure)
-// goes to NumPy's loop, which always fully writes C, so the result is NumPy's by definition.
-template <typename T>
-void matmul_loop(char** args, npy_intp const* dims, npy_intp const* steps, void* data) {
-    const PyUFuncGenericFunction numpys = Slot<T>::original.load(std::memory_order_acquire);
-    const npy_intp batch = dims[0], n = dims[1], k = dims[2], m = dims[3];
+// One product of the stack, in byte steps: A (n x k), B (k x m), C (n x m); a dimension of
+// length 1 that the gufunc does not have gets step 0.
+struct Geometry {
+    npy_intp n, k, m;
+    npy_intp a_n, a_k, b_k, b_m, c_n, c_m;
+};
+
+// dims [batch, core dims in order of first appearance], steps [sA, sB, sC, core steps of A,
+// B, C in signature order], as NumPy hands them to a gufunc loop.
+template <int O>
+Geometry geometry(npy_intp const* d, npy_intp const* s) {
+    if constexpr (O == kMatmul)  // (n?,k),(k,m?)->(n?,m?): dims [n, k, m]
+        return {d[1], d[2], d[3], s[3], s[4], s[5], s[6], s[7], s[8]};
+    else if constexpr (O == kVecdot)  // (n),(n)->(): dims [n]; a row times a column
+        return {1, d[1], 1, 0, s[3], s[4], 0, 0, 0};
+    else if constexpr (O == kMatvec)  // (m,n),(n)->(m): dims [m, n]
+        return {d[1], d[2], 1, s[3], s[4], s[5], 0, s[6], 0};
+    else  // kVecmat, (n),(n,m)->(m): dims [n, m]; vecmat conjugates the vector, a no-op for reals
+        return {1, d[1], d[2], 0, s[3], s[4], s[5], 0, s[6]};
+}
+
+// The gufunc loop for op O. It may run without the GIL, so it touches no Python object;
+// anything it cannot take (odd strides, unaligned data, tiny products, an `out` whose items
+// overlap themselves or each other, an allocation failure) goes to NumPy's loop, which always
+// fully writes C, so the result is NumPy's by definition.
+template <typename T, int O>
+void gufunc_loop(char** args, npy_intp const* dims, npy_intp const* steps, void* data) {
+    const PyUFuncGenericFunction numpys = Slot<T, O>::original.load(std::memory_order_acquire);
+    const npy_intp batch = dims[0];
+    const Geometry g = geometry<O>(dims, steps);
     constexpr size_t s = sizeof(T);
-    bool ok = double(n) * double(k) * double(m) >= double(g_min_flops.load(std::memory_order_relaxed));
+    const npy_intp e = npy_intp(s);
+    bool ok =
+        O == kMatmul || double(g.n) * double(g.k) * double(g.m) >= double(g_min_flops.load(std::memory_order_relaxed));
     for (int i = 0; ok && i < 3; ++i) ok = fits(args[i], steps[i], s);
-    for (int i = 3; ok && i < 9; ++i) ok = steps[i] % npy_intp(s) == 0;
+    for (npy_intp st : {g.a_n, g.a_k, g.b_k, g.b_m, g.c_n, g.c_m}) ok = ok && st % e == 0;
     if (ok) {
         try {
-            const npy_intp e = npy_intp(s);
-            const View<T> c{reinterpret_cast<T*>(args[2]), n, m, steps[7] / e, steps[8] / e};
-            const std::vector<BatchAxis> axes{{batch, steps[0] / e, steps[1] / e, steps[2] / e}};
-            if (!c_disjoint(c, axes)) throw std::invalid_argument("out overlaps itself");
-            gemm_batched<T>(T(1), {reinterpret_cast<const T*>(args[0]), n, k, steps[3] / e, steps[4] / e},
-                            {reinterpret_cast<const T*>(args[1]), k, m, steps[5] / e, steps[6] / e}, T(0), c, axes);
-            g_ours.fetch_add(1, std::memory_order_relaxed);
+            const View<const T> a{reinterpret_cast<const T*>(args[0]), g.n, g.k, g.a_n / e, g.a_k / e};
+            const View<const T> b{reinterpret_cast<const T*>(args[1]), g.k, g.m, g.b_k / e, g.b_m / e};
+            const View<T> c{reinterpret_cast<T*>(args[2]), g.n, g.m, g.c_n / e, g.c_m / e};
+            if (batch == 1) {
+                gemm<T>(T(1), a, b, T(0), c);  // refuses a C that overlaps itself
+            } else {
+                const std::vector<BatchAxis> axes{{batch, steps[0] / e, steps[1] / e, steps[2] / e}};
+                if (!c_disjoint(c, axes)) throw std::invalid_argument("out overlaps itself");
+                gemm_batched<T>(T(1), a, b, T(0), c, axes);
+            }
+            g_ours[O].fetch_add(1, std::memory_order_relaxed);
             return;
         } catch (...) {
         }
     }
-    g_numpys.fetch_add(1, std::memory_order_relaxed);
+    g_numpys[O].fetch_add(1, std::memory_order_relaxed);
     numpys(args, dims, steps, data);
 }
 
-PyUFuncObject* numpy_matmul() {
+void import_numpy_c_api() {
     static bool imported = false;
     if (!imported) {
         if (_import_array() < 0 || _import_umath() < 0) throw py::error_already_set();
         imported = true;
     }
-    py::object f = py::module_::import("numpy").attr("matmul");
-    if (!PyObject_TypeCheck(f.ptr(), &PyUFunc_Type)) throw py::type_error("numpy.matmul is not a ufunc here");
-    return reinterpret_cast<PyUFuncObject*>(f.ptr());  // numpy keeps it alive
 }
 
-template <typename T>
+int op_of(const std::string& name) {
+    for (int o = 0; o < kOps; ++o)
+        if (name == kNames[o]) return o;
+    throw py::value_error("fastgemm replaces the loops of matmul, vecdot, matvec and vecmat, not " + name);
+}
+
+// numpy.<name> as a ufunc, or nullptr when this NumPy has none (vecdot, matvec and vecmat are
+// NumPy 2.x) or it is not the gufunc the loops are written for.
+PyUFuncObject* numpy_ufunc(int o) {
+    import_numpy_c_api();
+    py::object f = py::module_::import("numpy").attr("__dict__").attr("get")(kNames[o]);
+    if (f.is_none() || !PyObject_TypeCheck(f.ptr(), &PyUFunc_Type)) return nullptr;
+    auto* u = reinterpret_cast<PyUFuncObject*>(f.ptr());  // numpy keeps it alive
+    if (u->nin != 2 || u->nout != 1 || u->core_signature == nullptr) return nullptr;
+    std::string sig(u->core_signature);
+    sig.erase(std::remove(sig.begin(), sig.end(), ' '), sig.end());
+    return sig == kSignatures[o] ? u : nullptr;
+}
+
+PyUFuncObject* required_ufunc(int o) {
+    PyUFuncObject* u = numpy_ufunc(o);
+    if (u == nullptr)
+        throw py::type_error(std::string("numpy.") + kNames[o] + " is not a ufunc with signature " + kSignatures[o] +
+                             " here");
+    return u;
+}
+
+template <typename T, int O>
 void swap_in(PyUFuncObject* ufunc, PyUFuncGenericFunction f, PyUFuncGenericFunction* previous) {
-    int sig[3] = {Slot<T>::type_num, Slot<T>::type_num, Slot<T>::type_num};
+    int sig[3] = {Slot<T, O>::type_num, Slot<T, O>::type_num, Slot<T, O>::type_num};
     if (PyUFunc_ReplaceLoopBySignature(ufunc, f, sig, previous) < 0)
-        throw py::value_error("numpy.matmul has no loop for this type; cannot replace it");
+        throw py::value_error(std::string("numpy.") + kNames[O] + " has no loop for this type; cannot replace it");
 }
 
-template <typename T>
+template <typename T, int O>
 void replace(PyUFuncObject* ufunc) {
-    if (Slot<T>::replaced) return;
+    if (Slot<T, O>::replaced) return;
     PyUFuncGenericFunction previous = nullptr;
-    swap_in<T>(ufunc, &matmul_loop<T>, &previous);
+    swap_in<T, O>(ufunc, &gufunc_loop<T, O>, &previous);
     // Only the first replacement sees NumPy's loop; later ones would see a restored copy of it.
     PyUFuncGenericFunction expected = nullptr;
-    Slot<T>::original.compare_exchange_strong(expected, previous, std::memory_order_release);
-    Slot<T>::replaced = true;
+    Slot<T, O>::original.compare_exchange_strong(expected, previous, std::memory_order_release);
+    Slot<T, O>::replaced = true;
 }
 
-template <typename T>
+template <typename T, int O>
 void restore(PyUFuncObject* ufunc) {
-    if (!Slot<T>::replaced) return;
+    if (!Slot<T, O>::replaced) return;
     PyUFuncGenericFunction previous = nullptr;
-    swap_in<T>(ufunc, Slot<T>::original.load(std::memory_order_acquire), &previous);
-    Slot<T>::replaced = false;
-    if (previous != &matmul_loop<T>)
-        throw std::runtime_error("numpy.matmul's loop was changed by someone else while fastgemm's was in place");
+    swap_in<T, O>(ufunc, Slot<T, O>::original.load(std::memory_order_acquire), &previous);
+    Slot<T, O>::replaced = false;
+    if (previous != &gufunc_loop<T, O>)
+        throw std::runtime_error(std::string("numpy.") + kNames[O] +
+                                 "'s loop was changed by someone else while fastgemm's was in place");
+}
+
+template <int O>
+void replace_both() {
+    PyUFuncObject* u = required_ufunc(O);
+    replace<float, O>(u);
+    try {
+        replace<double, O>(u);
+    } catch (...) {
+        restore<float, O>(u);
+        throw;
+    }
+}
+
+template <int O>
+void restore_both() {
+    if (!Slot<float, O>::replaced && !Slot<double, O>::replaced) return;
+    PyUFuncObject* u = required_ufunc(O);
+    restore<float, O>(u);
+    restore<double, O>(u);
+}
+
+template <int O>
+bool replaced_both() {
+    return Slot<float, O>::replaced && Slot<double, O>::replaced;
+}
+
+// Run f<O>() for the op named at run time.
+template <typename R, template <int> class F>
+R for_op(int o) {
+    switch (o) {
+        case kMatmul: return F<kMatmul>::run();
+        case kVecdot: return F<kVecdot>::run();
+        case kMatvec: return F<kMatvec>::run();
+        default: return F<kVecmat>::run();
+    }
+}
+template <int O>
+struct Replace {
+    static void run() { replace_both<O>(); }
+};
+template <int O>
+struct Restore {
+    static void run() { restore_both<O>(); }
+};
+template <int O>
+struct Replaced {
+    static bool run() { return replaced_both<O>(); }
+};
+
+py::dict calls(int o) {
+    return py::dict(py::arg("fastgemm") = g_ours[o].load(), py::arg("numpy") = g_numpys[o].load());
 }
 
 }  // namespace
 
 void register_ufunc_loops(py::module_& m) {
-    m.def("replace_matmul_loops", [] {
-        PyUFuncObject* u = numpy_matmul();
-        replace<float>(u);
-        try {
-            replace<double>(u);
-        } catch (...) {
-            restore<float>(u);
-            throw;
-        }
-    });
-    m.def("restore_matmul_loops", [] {
-        PyUFuncObject* u = numpy_matmul();
-        restore<float>(u);
-        restore<double>(u);
-    });
-    m.def("matmul_loops_replaced", [] { return Slot<float>::replaced && Slot<double>::replaced; });
-    m.def("matmul_loop_calls",
-          [] { return py::dict(py::arg("fastgemm") = g_ours.load(), py::arg("numpy") = g_numpys.load()); });
-    m.def("matmul_loop_min_flops", [] { return g_min_flops.load(); });
+    m.def("replace_matmul_loops", [] { replace_both<kMatmul>(); });
+    m.def("restore_matmul_loops", [] { restore_both<kMatmul>(); });
+    m.def("matmul_loops_replaced", [] { return replaced_both<kMatmul>(); });
+    m.def("matmul_loop_calls", [] { return calls(kMatmul); });
+    // The same for any of matmul, vecdot, matvec, vecmat by name.
     m.def(
-        "set_matmul_loop_min_flops",
+        "replaceable_ufuncs",
+        [] {
+            py::list names;
+            for (int o = 0; o < kOps; ++o)
+                if (numpy_ufunc(o) != nullptr) names.append(kNames[o]);
+            return names;
+        },
+        "The gufuncs of this NumPy whose float32 / float64 loops fastgemm can replace.");
+    m.def("replace_ufunc_loops", [](const std::string& name) { for_op<void, Replace>(op_of(name)); }, py::arg("name"));
+    m.def("restore_ufunc_loops", [](const std::string& name) { for_op<void, Restore>(op_of(name)); }, py::arg("name"));
+    m.def(
+        "ufunc_loops_replaced", [](const std::string& name) { return for_op<bool, Replaced>(op_of(name)); },
+        py::arg("name"));
+    m.def("ufunc_loop_calls", [](const std::string& name) { return calls(op_of(name)); }, py::arg("name"));
+    m.def("switch_min_flops", [] { return g_min_flops.load(); });
+    m.def(
+        "set_switch_min_flops",
         [](int64_t n) {
             if (n < 0) throw py::value_error("the smallest product for fastgemm's matmul loop must be >= 0");
             g_min_flops.store(n);

@@ -1,7 +1,6 @@
 #include "gemm.hpp"
 
 #include <algorithm>
-#include <cfenv>
 #include <cstdint>
 #include <stdexcept>
 #include <utility>
@@ -10,6 +9,7 @@
 #include "caches.hpp"
 #include "dispatch.hpp"
 #include "driver.hpp"
+#include "paths.hpp"
 #include "scratch.hpp"
 #include "threading.hpp"
 
@@ -24,37 +24,6 @@ void scale(T beta, View<T> c) {
             T& x = c.data[i * c.rs + j * c.cs];
             x = beta == T(0) ? T(0) : beta * x;  // beta == 0 must not propagate NaN from C
         }
-}
-
-template <typename T>
-bool has_nan(View<T> c) {
-    for (int64_t i = 0; i < c.rows; ++i)
-        for (int64_t j = 0; j < c.cols; ++j) {
-            const T x = c.data[i * c.rs + j * c.cs];
-            if (x != x) return true;
-        }
-    return false;
-}
-
-template <typename T>
-const KernelTable<T>& main_table(const KernelSet& ks);
-template <>
-const KernelTable<float>& main_table<float>(const KernelSet& ks) {
-    return ks.f32;
-}
-template <>
-const KernelTable<double>& main_table<double>(const KernelSet& ks) {
-    return ks.f64;
-}
-template <typename T>
-const KernelTable<T>& skinny_table(const KernelSet& ks);
-template <>
-const KernelTable<float>& skinny_table<float>(const KernelSet& ks) {
-    return ks.f32_skinny;
-}
-template <>
-const KernelTable<double>& skinny_table<double>(const KernelSet& ks) {
-    return ks.f64_skinny;
 }
 
 // One row or one column of C is a matrix-vector product: memory-bound on the matrix, which
@@ -135,34 +104,24 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
     const KernelSet& ks = active_kernels();
     const KernelTable<T>& main = main_table<T>(ks);
     if ((m == 1 || n == 1) && try_gemv(main, alpha, a, b, beta, c)) return;
-    // A stride along a dimension of size 1 is meaningless; make it unit so the row-major
-    // fast path catches vectors and single rows.
-    if (n == 1) c.cs = 1;
-    if (m == 1) c.rs = 1;
-    if (c.cs != 1 && c.rs == 1) {
-        // Column-major C: compute C^T = B^T A^T, which is row-major.
-        std::swap(c.rows, c.cols);
-        std::swap(c.rs, c.cs);
-        View<const T> at{a.data, a.cols, a.rows, a.cs, a.rs};
-        View<const T> bt{b.data, b.cols, b.rows, b.cs, b.rs};
-        a = bt;
-        b = at;
-    }
-    // Small products on KernelTable::small, B read in place from L2 by every 4-row group; see
-    // docs/DESIGN.md, "Small products". In double: m * n * k of a huge product overflows int64.
-    if (c.cs == 1 && b.cs == 1 && double(c.rows) * double(c.cols) * double(k) <= double(ks.tuning.small_max_work) &&
-        double(c.cols) * double(k) * double(sizeof(T)) <= double(caches().l2.size)) {
+    SmallProduct<T> sp;
+    if (small_product(ks, a, b, c, sp)) {
         // Threads take whole 4-row groups; every C element is computed the same way on any
-        // split, so the result does not depend on the thread count.
-        const int64_t width = kSmallMaxVectors * main.lanes;
-        parallel_ranges(threads_for(c.rows, c.cols, k), c.rows, 4, [&](int, int64_t lo, int64_t hi) {
-            for (int64_t j = 0; j < c.cols; j += width)
-                main.small(hi - lo, std::min(width, c.cols - j), k, alpha, a.data + lo * a.rs, a.rs, a.cs, b.data + j,
-                           b.rs, beta, c.data + lo * c.rs + j, c.rs);
+        // split (and by the fixed-shape kernels of small_stack), so the result does not
+        // depend on the thread count.
+        const int threads = threads_for(m, n, k);
+        if (threads == 1) {
+            main.small_stack(StackRun{1, 0, 0, 0}, sp.c.rows, sp.c.cols, k, alpha, sp.a.data, sp.a.rs, sp.a.cs,
+                             sp.b.data, sp.b.rs, beta, sp.c.data, sp.c.rs);
+            return;
+        }
+        parallel_ranges(threads, sp.c.rows, 4, [&](int, int64_t lo, int64_t hi) {
+            main.small(hi - lo, sp.c.cols, k, alpha, sp.a.data + lo * sp.a.rs, sp.a.rs, sp.a.cs, sp.b.data, sp.b.rs,
+                       beta, sp.c.data + lo * sp.c.rs, sp.c.rs);
         });
         return;
     }
-    run(ks, alpha, a, b, beta, c);
+    run(ks, alpha, sp.a, sp.b, beta, sp.c);
 }
 
 }  // namespace
@@ -180,14 +139,37 @@ void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
         scale(beta, c);
         return;
     }
-    // Zero-padded or masked-off lanes compute x * 0, which raises FE_INVALID for x = inf
-    // although the true product raises nothing. An invalid operation of the true product
-    // leaves a NaN in C, so a new FE_INVALID with no NaN in C came from padding: clear it.
-    // (Padding raises no other flag: x * 0 with x finite is an exact 0.)
-    const bool invalid_before = std::fetestexcept(FE_INVALID) != 0;
+    const PaddingFlags flags;
     compute(alpha, a, b, beta, c);
-    if (!invalid_before && std::fetestexcept(FE_INVALID) && !has_nan(c)) std::feclearexcept(FE_INVALID);
+    flags.settle([&] { return has_nan(c); });
 }
+
+template <typename T>
+bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, SmallProduct<T>& out) {
+    // A stride along a dimension of size 1 is meaningless; make it unit so the row-major
+    // paths catch vectors and single rows.
+    if (c.cols == 1) c.cs = 1;
+    if (c.rows == 1) c.rs = 1;
+    out.transposed = c.cs != 1 && c.rs == 1;
+    if (out.transposed) {
+        // Column-major C: compute C^T = B^T A^T, which is row-major.
+        out.a = {b.data, b.cols, b.rows, b.cs, b.rs};
+        out.b = {a.data, a.cols, a.rows, a.cs, a.rs};
+        out.c = {c.data, c.cols, c.rows, c.cs, c.rs};
+    } else {
+        out = {a, b, c, false};
+    }
+    const View<const T>& bb = out.b;
+    const double m = double(out.c.rows), n = double(out.c.cols), k = double(out.a.cols);
+    // In double: m * n * k of a huge product overflows int64.
+    return out.c.cs == 1 && bb.cs == 1 && m * n * k <= double(ks.tuning.small_max_work) &&
+           n * k * double(sizeof(T)) <= double(caches().l2.size);
+}
+
+template bool small_product<float>(const KernelSet&, View<const float>, View<const float>, View<float>,
+                                   SmallProduct<float>&);
+template bool small_product<double>(const KernelSet&, View<const double>, View<const double>, View<double>,
+                                    SmallProduct<double>&);
 
 template void gemm<float>(float, View<const float>, View<const float>, float, View<float>);
 template void gemm<double>(double, View<const double>, View<const double>, double, View<double>);

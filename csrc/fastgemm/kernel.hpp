@@ -10,8 +10,6 @@ namespace fastgemm {
 
 // Largest MR of any kernel.
 constexpr int kMaxMR = 16;
-// Widest C row, in vectors, that KernelTable::small handles.
-constexpr int kSmallMaxVectors = 4;
 // Bytes of the partial-sum chunk gemv_rows works in; see docs/DESIGN.md, "Matrix-vector chunk".
 constexpr int64_t kGemvChunkBytes = 16384;
 
@@ -23,6 +21,12 @@ constexpr int64_t kGemvChunkBytes = 16384;
 template <typename T>
 using UkernelFn = void (*)(int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta, T* c,
                            int64_t ldc, int n);
+
+// A run of same-shaped products: item i's operands start i * sa, i * sb, i * sc elements after
+// item 0's.
+struct StackRun {
+    int64_t count, sa, sb, sc;
+};
 
 // Most vectors in an NR-wide row of any kernel.
 constexpr int kMaxNV = 8;
@@ -59,10 +63,13 @@ struct KernelTable {
     // one dot product per contiguous row of M.
     void (*gemv_dots)(int64_t n, int64_t k, T alpha, const T* x, const T* mat, int64_t ldm, T beta, T* y, int64_t incy);
     // A whole product small enough that packing would cost more than it saves:
-    // C[i, 0:n] = alpha * sum_p A[i, p] B[p, 0:n] + beta * C[i, 0:n], rows of B and C
-    // contiguous, n <= kSmallMaxVectors vectors. Each C row stays in registers over all of k.
+    // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j], rows of B and C contiguous.
+    // A few rows of C stay in registers over all of k, one panel of columns at a time.
     void (*small)(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa, const T* b,
                   int64_t rsb, T beta, T* c, int64_t rsc);
+    // `small` for each product of a run, the shape dispatched once for the run.
+    void (*small_stack)(const StackRun& run, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
+                        int64_t csa, const T* b, int64_t rsb, T beta, T* c, int64_t rsc);
     // `reps` rounds of independent vector FMAs; returns the flops done. Timed by the caller
     // to measure one core's FMA ceiling for this ISA and type.
     double (*fma_loop)(int64_t reps);

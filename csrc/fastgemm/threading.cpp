@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <stdexcept>
 #include <string>
@@ -44,6 +45,48 @@ void note_team(int threads) {
     if (threads > 1) g_team_started.store(true, std::memory_order_relaxed);
 }
 
+// A busy machine (other processes on every core): a thread of ours that is not running when
+// its team starts, or that is preempted, holds every other one at the next barrier for a
+// scheduler time slice, which is worth thousands of small products. When a team's threads
+// start late, products up to kContendedMaxWork multiply-adds run on one thread for a while,
+// and the while doubles (up to kSoloMaxNs) each time a later team finds the machine still
+// busy; see docs/DESIGN.md, "Threads on a busy machine".
+constexpr int64_t kLateStartNs = 200'000;
+constexpr double kContendedMaxWork = double(int64_t(1) << 30);
+constexpr int64_t kSoloMinNs = 50'000'000, kSoloMaxNs = 1'600'000'000;
+std::atomic<int64_t> g_solo_until{0};  // steady-clock ns until which small products run alone
+std::atomic<int64_t> g_solo_ns{kSoloMinNs};
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// When each thread of one team started, against when the team was asked for.
+class StartWatch {
+   public:
+    StartWatch() : asked_(now_ns()) {}
+    void started() {
+        const int64_t late = now_ns() - asked_;
+        int64_t seen = latest_.load(std::memory_order_relaxed);
+        while (late > seen && !latest_.compare_exchange_weak(seen, late, std::memory_order_relaxed)) {
+        }
+    }
+    ~StartWatch() {
+        if (latest_.load(std::memory_order_relaxed) > kLateStartNs) {
+            const int64_t solo = g_solo_ns.load(std::memory_order_relaxed);
+            g_solo_until.store(now_ns() + solo, std::memory_order_relaxed);
+            g_solo_ns.store(std::min(2 * solo, kSoloMaxNs), std::memory_order_relaxed);
+        } else {
+            g_solo_ns.store(kSoloMinNs, std::memory_order_relaxed);
+        }
+    }
+
+   private:
+    int64_t asked_;
+    std::atomic<int64_t> latest_{0};
+};
+
 }  // namespace
 
 int max_threads() {
@@ -80,7 +123,9 @@ int threads_for(int64_t m, int64_t n, int64_t k) {
     const double work = double(m) * double(n) * double(k);
     const double by_work =
         std::min(work / double(kMinWorkPerThread), double(m) * double(n) / double(kMinAreaPerThread));
-    return by_work >= cap ? cap : std::max(1, int(by_work));
+    if (by_work < 2) return 1;
+    if (work <= kContendedMaxWork && now_ns() < g_solo_until.load(std::memory_order_relaxed)) return 1;
+    return by_work >= cap ? cap : int(by_work);
 #else
     (void)m, (void)n, (void)k;
     return 1;
@@ -92,8 +137,12 @@ void run_team(int threads, FunctionRef<void(int, int)> fn) {
     // One thread: no region at all; even a one-thread team costs microseconds per call.
     if (threads > 1) {
         note_team(threads);
+        StartWatch watch;
 #pragma omp parallel num_threads(threads)
-        fn(omp_get_thread_num(), omp_get_num_threads());
+        {
+            watch.started();
+            fn(omp_get_thread_num(), omp_get_num_threads());
+        }
         return;
     }
 #endif
@@ -123,15 +172,20 @@ void dynamic_chunks(int threads, int64_t count, FunctionRef<void(int64_t)> body)
     std::exception_ptr error;
     std::atomic<bool> failed{false};
     note_team(threads);
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-    for (int64_t i = 0; i < count; ++i) {
-        if (failed.load(std::memory_order_relaxed)) continue;
-        try {
-            body(i);
-        } catch (...) {
+    StartWatch watch;
+#pragma omp parallel num_threads(threads)
+    {
+        watch.started();
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t i = 0; i < count; ++i) {
+            if (failed.load(std::memory_order_relaxed)) continue;
+            try {
+                body(i);
+            } catch (...) {
 #pragma omp critical(fastgemm_dynamic_error)
-            if (!error) error = std::current_exception();
-            failed.store(true, std::memory_order_relaxed);
+                if (!error) error = std::current_exception();
+                failed.store(true, std::memory_order_relaxed);
+            }
         }
     }
     if (error) std::rethrow_exception(error);

@@ -6,7 +6,7 @@ fg.sgemm(a, b, c, alpha=0.5, beta=1.0)    # BLAS semantics, C updated in place
 fg.info()                                 # kernel, tile, block sizes, caches, threads
 """
 
-from . import _threadpool, blas
+from . import _persist, _threadpool, blas
 from ._gemm import dgemm, gemm, sgemm
 from ._matmul import matmul
 from ._patch import is_patched, patch_numpy, patched, restore_numpy
@@ -23,6 +23,7 @@ from ._version import __version__
 
 _configure_from_environment()
 _threadpool.register()
+_persist.on_import()  # `python -m fastgemm switch on` installed the hook: the switch starts on
 del _configure_from_environment
 
 __all__ = [

@@ -1,9 +1,10 @@
-"""`python -m fastgemm bench|info|run`: argument parsing, start-up order and exit codes.
+"""`python -m fastgemm bench|info|run|switch`: argument parsing, start-up order and exit codes.
 
 Every user mistake ends in one line on stderr and exit code 2; a wrong fastgemm result found
 by the benchmark's guard exits with 3 after printing the table; nothing ends in a traceback
 (set FASTGEMM_DEBUG=1 to see one). Output cut short by the reader (``| head``) ends quietly.
-The bench command itself lives in fastgemm.bench.cli, `run` in fastgemm._run.
+The bench command itself lives in fastgemm.bench.cli, `run` in fastgemm._run, `switch` in
+fastgemm._persist.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m fastgemm", description="fastgemm command line: benchmark and machine info.")
-    sub = p.add_subparsers(dest="command", metavar="{bench,info,run}", parser_class=_Parser)
+    sub = p.add_subparsers(dest="command", metavar="{bench,info,run,switch}", parser_class=_Parser)
     b = sub.add_parser(
         "bench",
         prog="python -m fastgemm bench",
@@ -43,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print fastgemm.info(): kernel, tile, block sizes, caches, CPU features, threads.",
     )
     i.add_argument("--peak", action="store_true", help="also measure each kernel's FMA peak (about a second)")
-    sub.add_parser("run", help="run a script with numpy.matmul on fastgemm: run [--] script.py args...")
+    sub.add_parser("run", help="run a script with NumPy's products on fastgemm: run [--] script.py args...")
+    sub.add_parser("switch", help="on|off|status: start every interpreter of this environment with the switch on")
     return p
 
 
@@ -126,6 +128,10 @@ def _command(argv: list[str]) -> int:
         from ._run import main as run
 
         return run(argv[1:])
+    if argv[:1] == ["switch"]:
+        from ._persist import main as switch
+
+        return switch(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     prog = f"python -m fastgemm {args.command or ''}".rstrip()

@@ -162,7 +162,8 @@ def sgemm(
     ``alpha == 0`` or an empty inner dimension A and B are not read. Inputs that overlap
     ``c`` in memory are copied first.
     """
-    return _gemm(_F32, "sgemm", a, b, c, alpha, beta, trans_a, trans_b)
+    r = _core.sgemm_call(a, b, c, alpha, beta, trans_a, trans_b)
+    return _gemm(_F32, "sgemm", a, b, c, alpha, beta, trans_a, trans_b) if r is NotImplemented else r
 
 
 def dgemm(
@@ -176,7 +177,8 @@ def dgemm(
     trans_b: Trans = False,
 ) -> npt.NDArray[np.float64]:
     """float64 counterpart of :func:`sgemm`, same semantics."""
-    return _gemm(_F64, "dgemm", a, b, c, alpha, beta, trans_a, trans_b)
+    r = _core.dgemm_call(a, b, c, alpha, beta, trans_a, trans_b)
+    return _gemm(_F64, "dgemm", a, b, c, alpha, beta, trans_a, trans_b) if r is NotImplemented else r
 
 
 def gemm(
@@ -196,6 +198,9 @@ def gemm(
     float32 C; ``c`` may be float32 or the inputs' type (computed in float32, rounded once to
     nearest even). Mixed bfloat16 / float16 operands raise TypeError.
     """
+    r = _core.gemm_call(a, b, c, alpha, beta, trans_a, trans_b)
+    if r is not NotImplemented:
+        return r
     dt = a.dtype if isinstance(a, np.ndarray) else np.asarray(a).dtype
     dt = dt.newbyteorder("=")  # a byte-swapped float32 gets sgemm's byte-order message
     if dt == np.float32:

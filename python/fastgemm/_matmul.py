@@ -127,6 +127,11 @@ def matmul(a: npt.ArrayLike, b: npt.ArrayLike, out: np.ndarray | tuple[np.ndarra
     ``subok``); any other value, and ``axes``, ``axis``, ``keepdims``, ``signature``, go to
     numpy.matmul with the call.
     """
+    if not kwargs:
+        # Same-dtype float arrays of 2 or more dimensions, without a catch: in C, no Python.
+        r = _core.matmul_call(a, b, out)
+        if r is not NotImplemented:
+            return r
     if isinstance(out, tuple) and len(out) == 1:
         out = out[0]
     if type(a) is np.ndarray and a.dtype.itemsize == 2:  # float16 / bfloat16: _lowp.py

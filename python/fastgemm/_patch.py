@@ -1,9 +1,18 @@
-"""The switch that runs numpy.matmul, `@`, `@=` and np.linalg.matmul on fastgemm.
+"""The switch that runs NumPy's float32 / float64 products (and float16 matmul) on fastgemm.
 
-NumPy's float32, float64 and float16 matmul inner loops are swapped for fastgemm's inside
-NumPy itself (csrc/bindings/ufunc_loops.cpp; float16: csrc/bindings/lowp.cpp), so every caller of the matmul ufunc is affected,
-including code that imported numpy before the switch. NumPy's loops are kept and put back
-exactly by restore_numpy().
+One switch, four parts, turned on and off together:
+- NumPy's float32 and float64 inner loops of the gufuncs matmul (`@`, `@=`, np.linalg.matmul,
+  np.einsum(optimize=...) on NumPy >= 2.4) and, where NumPy has them, vecdot, matvec and vecmat
+  are swapped for fastgemm's inside NumPy itself (csrc/bindings/ufunc_loops.cpp), so every
+  caller is affected, including code that imported numpy before the switch;
+- np.dot and np.inner are replaced in every loaded numpy module that holds them
+  (fastgemm._numpy_funcs), which takes np.tensordot, np.linalg.multi_dot and NumPy's other
+  Python callers of dot along;
+- NumPy's float16 matmul loop (e,e->e) is swapped for fastgemm's (csrc/bindings/lowp.cpp:
+  float32 accumulation, one rounding to float16); bfloat16 gets no loop (one registered for
+  ml_dtypes' dtype cannot be removed again, see docs/DESIGN.md, "Low-precision products"):
+  NumPy casts it to float32 and runs the float32 loop, which is fastgemm's;
+- restore_numpy() puts NumPy's loops and objects back exactly.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ import os
 import threading
 from collections.abc import Iterator
 
-from . import _core
+from . import _core, _numpy_funcs
 
 _lock = threading.Lock()
 _depth = 0  # patched() contexts open, in any thread
@@ -32,43 +41,85 @@ if hasattr(os, "register_at_fork"):  # POSIX
     os.register_at_fork(after_in_child=_reinit_after_fork)
 
 
+_vec_ufuncs: list[str] | None = None
+
+
+def _gufuncs() -> list[str]:
+    """The gufuncs whose loops the switch replaces: matmul, and NumPy 2's vecdot, matvec and
+    vecmat where this NumPy has them with the signature fastgemm's loops are written for."""
+    global _vec_ufuncs
+    if _vec_ufuncs is None:
+        _vec_ufuncs = [name for name in _core.replaceable_ufuncs() if name != "matmul"]
+    return ["matmul", *_vec_ufuncs]
+
+
+def _on() -> None:
+    done: list[str] = []
+    try:
+        for name in _gufuncs():
+            _core.replace_ufunc_loops(name)
+            done.append(name)
+        _core.replace_f16_matmul_loop()
+        _numpy_funcs.install()
+    except BaseException:  # all or nothing: a half-on switch would be on for some calls only
+        _numpy_funcs.uninstall()
+        _core.restore_f16_matmul_loop()
+        for name in reversed(done):
+            _core.restore_ufunc_loops(name)
+        raise
+
+
+def _off() -> None:
+    _numpy_funcs.uninstall()
+    _core.restore_f16_matmul_loop()
+    for name in reversed(_gufuncs()):
+        _core.restore_ufunc_loops(name)
+
+
 def is_patched() -> bool:
-    """True while numpy.matmul's float32, float64 and float16 loops are fastgemm's."""
-    return bool(_core.matmul_loops_replaced()) and bool(_core.f16_matmul_loop_replaced())
+    """True while the switch is on: NumPy's matmul, vecdot, matvec, vecmat float loops (and
+    matmul's float16 loop) are fastgemm's and np.dot / np.inner are fastgemm's functions."""
+    return (
+        all(_core.ufunc_loops_replaced(name) for name in _gufuncs())
+        and bool(_core.f16_matmul_loop_replaced())
+        and _numpy_funcs.installed()
+    )
 
 
 def patch_numpy() -> None:
-    """Run numpy.matmul (and `@`, `@=`, np.linalg.matmul) on fastgemm from now on.
+    """Run NumPy's float32 / float64 products on fastgemm from now on.
 
-    Only float32, float64 and float16 products change (float16: accumulated in float32,
-    rounded once to float16); every other dtype keeps NumPy's loop. bfloat16 (ml_dtypes) is
-    not switched: NumPy has no way to take a registered loop back out, so it could not be
-    restored exactly; use fastgemm.matmul for bfloat16. Products
-    too small to gain from fastgemm, and operands it cannot address (unaligned data, strides
-    that are not a multiple of the item size), still go to NumPy's loop. Calling it when the
-    switch is already on does nothing.
+    Covered: np.matmul, `@`, `@=`, np.linalg.matmul, np.dot, np.inner, np.tensordot,
+    np.linalg.multi_dot, np.einsum(..., optimize=...) and, on NumPy 2, np.vecdot,
+    np.linalg.vecdot, np.matvec, np.vecmat. Not covered: the method ``ndarray.dot`` (NumPy
+    calls its BLAS directly; write ``a @ b`` or ``np.dot(a, b)``).
+
+    Only float32 and float64 products change, with NumPy's semantics, and np.matmul on float16
+    pairs (accumulated in float32, rounded once to float16); every other dtype, subclasses,
+    and products too small to gain from fastgemm keep NumPy's code, as do operands it cannot
+    address (unaligned data, strides that are not a multiple of the item size).
+    Calling it when the switch is already on does nothing.
     """
     with _lock:
-        _core.replace_matmul_loops()
-        _core.replace_f16_matmul_loop()
+        _on()
 
 
 def restore_numpy() -> None:
-    """Put NumPy's own matmul loops back. Calling it when the switch is off does nothing.
+    """Put NumPy's own loops and functions back. Calling it when the switch is off does nothing.
 
     This turns the switch off even inside a ``patched()`` block; the block then leaves it
     off when it ends.
     """
     global _was_on
     with _lock:
-        _core.restore_matmul_loops()
-        _core.restore_f16_matmul_loop()
+        _off()
         _was_on = False
 
 
 @contextlib.contextmanager
 def patched() -> Iterator[None]:
-    """``with fastgemm.patched(): ...`` runs numpy.matmul on fastgemm inside the block.
+    """``with fastgemm.patched(): ...`` runs NumPy's products on fastgemm inside the block
+    (what patch_numpy() covers).
 
     Blocks nest and may be open in several threads at once: the switch is turned on by the
     first block to open and set back to what it was before by the last one to close. Since
@@ -80,8 +131,7 @@ def patched() -> Iterator[None]:
     with _lock:
         if _depth == 0:
             _was_on = is_patched()
-        _core.replace_matmul_loops()
-        _core.replace_f16_matmul_loop()
+        _on()
         _depth += 1
     try:
         yield
@@ -89,5 +139,4 @@ def patched() -> Iterator[None]:
         with _lock:
             _depth -= 1
             if _depth == 0 and not _was_on:
-                _core.restore_matmul_loops()
-                _core.restore_f16_matmul_loop()
+                _off()

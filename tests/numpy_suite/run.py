@@ -1,4 +1,4 @@
-"""Run NumPy's own matmul tests (shipped inside the numpy package) with the switch on.
+"""Run NumPy's own tests of what the switch covers (shipped inside the numpy package) with it on.
 
     python tests/numpy_suite/run.py [extra pytest args]
 
@@ -14,10 +14,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # (module, -k expression): the matmul classes and tests of test_multiarray (MatmulCommon
 # through TestMatmul, TestMatmulOperator, TestMatmulInplace, TestMethods' matmul tests,
 # test_matmul_axes) and test_ufunc's axes/axis/keepdims tests, which run gufuncs such as
-# matmul with their axes arguments.
+# matmul with their axes arguments; then NumPy's tests of dot (TestDot, the dot tests of
+# TestMethods and the casting test shared with matmul), inner, tensordot, einsum (its optimized
+# paths reach matmul, on older NumPy tensordot), multi_dot and the NumPy 2 gufuncs vecdot,
+# matvec, vecmat. test_huge_vectordot (marked slow) needs 18 GB free and an 8 GiB operand: left out.
 SELECTION = [
     ("numpy._core.tests.test_multiarray", "matmul or Matmul"),
     ("numpy._core.tests.test_ufunc", "axes_argument or axis_argument or keepdims_argument or matmul"),
+    ("numpy._core.tests.test_multiarray", "(Dot or dot or Inner or inner) and not huge"),
+    ("numpy._core.tests.test_numeric", "Tensordot or tensordot"),
+    ("numpy._core.tests.test_einsum", "optimize or inner or Einsum"),
+    ("numpy._core.tests.test_ufunc", "vecdot or matvec or vecmat"),
+    ("numpy.linalg.tests.test_linalg", "MultiDot or tensordot or vecdot"),
 ]
 
 

@@ -44,6 +44,10 @@ struct Avx2F64 {
     static reg mul(reg a, reg b) { return _mm256_mul_pd(a, b); }
 };
 
+// Small products in panels of 2 vectors: 4 x 2 accumulators plus 2 B vectors leave room in
+// the 16 ymm registers (4 x 4 spilled); see docs/DESIGN.md, "Small products".
+constexpr int kSmallPanel = 2;
+
 // bfloat16 -> float32 is a 16-bit shift; float16 -> float32 is F16C's vcvtph2ps (exact, subnormals
 // kept: it ignores MXCSR's DAZ).
 struct Avx2Bf16 {
@@ -79,14 +83,14 @@ struct Avx2Narrow {
 
 }  // namespace
 
-// Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
-// docs/DESIGN.md, "Measured decisions".
+// The small-path cap was measured on Zen 3 ("Small products"); the other thresholds on Zen 4
+// AVX-512 only; see docs/DESIGN.md, "Measured decisions".
 constexpr KernelSet avx2_kernels{"avx2",
                                  "AVX2+FMA",
                                  &runs_avx2,
-                                 Tuning{256, 128, int64_t(512) * 512 * 512, 16},
-                                 kernels::kernel_table<Avx2F32, 6, 2>(),
-                                 kernels::kernel_table<Avx2F64, 6, 2>(),
+                                 Tuning{256, 128, int64_t(128) * 128 * 128, 16},
+                                 kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(),
+                                 kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
                                  kernels::kernel_table<Avx2F32, 12, 1>(),
                                  kernels::kernel_table<Avx2F64, 12, 1>(),
                                  kernels::lowp_kernels<Avx2F32, Avx2Bf16, Avx2F16, Avx2Narrow, 6, 2>()};

@@ -1,10 +1,12 @@
-// Whole small products without packing: rows of C held in registers over all of k.
+// Whole small products without packing: rows of C held in registers over all of k, B read in
+// place; and stacks of them in one call, the common square sizes with fixed-shape kernels.
 // Included only from kernels/*.cpp (through table.hpp). Every template takes a vector-traits
 // type V, and each kernel file's V is a distinct type in an anonymous namespace, so
 // instantiations compiled with different ISA flags never share a symbol (the linker could
 // otherwise keep an AVX-512 copy and hand it to baseline code).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "../kernel.hpp"
@@ -12,73 +14,183 @@
 namespace fastgemm {
 namespace kernels {
 
-// RG rows of C at a time: RG x NV independent accumulators hide the FMA latency that a
-// single row's chain over k would expose, and each B vector loaded serves RG rows.
-template <typename V, int RG, int NV>
-void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
-                const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
-                const typename V::mask* mk) {
+// RG rows x NV vectors of C: RG x NV independent accumulators hide the FMA latency that one
+// row's chain over k would expose, and each B vector loaded serves RG rows. K > 0 fixes the
+// depth at compile time (the k loop unrolls fully); FULL: every vector is whole, so no masks
+// (a masked store is microcoded on AMD cores).
+template <typename V, int RG, int NV, int K, bool FULL>
+inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+                       const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
+                       const typename V::mask* mk) {
     using T = typename V::T;
     using R = typename V::reg;
     constexpr int W = V::W;
     R acc[RG][NV];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < RG; ++r)
 #pragma GCC unroll 4
         for (int j = 0; j < NV; ++j) acc[r][j] = V::zero();
-    for (int64_t p = 0; p < k; ++p) {
+    auto step = [&](int64_t p) {
         const T* bp = b + p * rsb;
         R bv[NV];
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) bv[j] = V::maskz_loadu(mk[j], bp + j * W);
-#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) bv[j] = FULL ? V::loadu(bp + j * W) : V::maskz_loadu(mk[j], bp + j * W);
+#pragma GCC unroll 8
         for (int r = 0; r < RG; ++r) {
             const R av = V::set1(a[r * rsa + p * csa]);
 #pragma GCC unroll 4
             for (int j = 0; j < NV; ++j) acc[r][j] = V::fmadd(av, bv[j], acc[r][j]);
         }
+    };
+    if constexpr (K > 0) {
+#pragma GCC unroll 32
+        for (int p = 0; p < K; ++p) step(p);
+    } else {
+        for (int64_t p = 0; p < k; ++p) step(p);
     }
     const R va = V::set1(alpha), vb = V::set1(beta);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < RG; ++r) {
         T* cr = c + r * rsc;
 #pragma GCC unroll 4
         for (int j = 0; j < NV; ++j) {
             R x = V::mul(acc[r][j], va);
-            if (beta != T(0)) x = V::fmadd(vb, V::maskz_loadu(mk[j], cr + j * W), x);
-            V::mask_storeu(cr + j * W, mk[j], x);
+            if (FULL) {
+                if (beta != T(0)) x = V::fmadd(vb, V::loadu(cr + j * W), x);
+                V::storeu(cr + j * W, x);
+            } else {
+                if (beta != T(0)) x = V::fmadd(vb, V::maskz_loadu(mk[j], cr + j * W), x);
+                V::mask_storeu(cr + j * W, mk[j], x);
+            }
         }
     }
 }
 
-template <typename V, int NV>
-void small_nv(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
-              const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
-    typename V::mask mk[NV];
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) mk[j] = V::lanes(int(n - j * V::W));
+// One panel of C, NV vectors (n <= NV * W columns) wide, all m rows: groups of 4 rows, then
+// the 1-3 left over.
+template <typename V, int NV, int K, bool FULL>
+inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+                        const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
+                        const typename V::mask* mk) {
     int64_t i = 0;
     for (; i + 4 <= m; i += 4)
-        small_rows<V, 4, NV>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
+        small_rows<V, 4, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
     switch (m - i) {
-        case 3: return small_rows<V, 3, NV>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
-        case 2: return small_rows<V, 2, NV>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
-        case 1: return small_rows<V, 1, NV>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
+        case 3:
+            return small_rows<V, 3, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
+        case 2:
+            return small_rows<V, 2, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
+        case 1:
+            return small_rows<V, 1, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
         default: return;
     }
 }
 
-// The C row is held in as few vectors as cover n (at most kSmallMaxVectors).
-template <typename V>
+// Any m x n x k: panels of PV vectors (PV is per ISA: 4 rows x PV vectors of accumulators,
+// plus the PV B vectors, must fit the register file), the last one as narrow as it can be.
+template <typename V, int PV>
 void small(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
            const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
-    static_assert(kSmallMaxVectors == 4, "one case per vector count");
-    switch ((n + V::W - 1) / V::W) {
-        case 1: return small_nv<V, 1>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
-        case 2: return small_nv<V, 2>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
-        case 3: return small_nv<V, 3>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
-        default: return small_nv<V, 4>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
+    static_assert(PV >= 1 && PV <= 4, "one case per panel width");
+    constexpr int W = V::W;
+    int64_t j = 0;
+    for (; j + PV * W <= n; j += PV * W)
+        small_panel<V, PV, 0, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, nullptr);
+    if (j == n) return;
+    typename V::mask mk[PV];
+#pragma GCC unroll 4
+    for (int v = 0; v < PV; ++v) mk[v] = V::lanes(int(n - j - v * W));
+    switch ((n - j + W - 1) / W) {
+        case 1: return small_panel<V, 1, 0, false>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, mk);
+        case 2:
+            return small_panel<V, 2 <= PV ? 2 : 1, 0, false>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc,
+                                                             mk);
+        case 3:
+            return small_panel<V, 3 <= PV ? 3 : 1, 0, false>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc,
+                                                             mk);
+        default: return small_panel<V, PV, 0, false>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, mk);
     }
+}
+
+// An N x N x N product fixed at compile time, N a multiple of the vector width, rows of A
+// contiguous: whole vectors, no masks, k unrolled with constant offsets; panels of up to PV
+// vectors, rows in groups that keep 8 accumulators live.
+template <typename V, int N, int PV>
+void square_fixed(typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t, const typename V::T* b,
+                  int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
+    constexpr int W = V::W;
+    static_assert(N % W == 0, "whole vectors only");
+    constexpr int NV = N / W < PV ? N / W : PV;
+    constexpr int RG = 8 / NV < N ? (8 / NV > 0 ? 8 / NV : 1) : N;
+    static_assert(N % (NV * W) == 0 && N % RG == 0, "the panels and row groups tile the product");
+    // Only k unrolls: unrolled panels and row groups of a 32^3 product outgrow the L1
+    // instruction cache.
+#pragma GCC unroll 1
+    for (int j = 0; j < N; j += NV * W)
+#pragma GCC unroll 1
+        for (int i = 0; i < N; i += RG)
+            small_rows<V, RG, NV, N, true>(N, alpha, a + i * rsa, rsa, 1, b + j, rsb, beta, c + i * rsc + j, rsc,
+                                           nullptr);
+}
+
+// A tiny N x N x N product narrower than one vector, in scalar code the compiler unrolls whole
+// (fused multiply-adds in the same order as the vector kernels, so the same result).
+template <typename T, int N>
+void square_tiny(T alpha, const T* a, int64_t rsa, int64_t csa, const T* b, int64_t rsb, T beta, T* c, int64_t rsc) {
+    T acc[N][N] = {};
+    for (int p = 0; p < N; ++p)
+        for (int i = 0; i < N; ++i)
+            for (int j = 0; j < N; ++j) acc[i][j] = std::fma(a[i * rsa + p * csa], b[p * rsb + j], acc[i][j]);
+    for (int i = 0; i < N; ++i)
+        for (int j = 0; j < N; ++j) {
+            T& cij = c[i * rsc + j];
+            cij = beta == T(0) ? alpha * acc[i][j] : std::fma(beta, cij, alpha * acc[i][j]);
+        }
+}
+
+template <typename T, typename F>
+inline void each_item(const StackRun& s, const T* a, const T* b, T* c, F product) {
+    for (int64_t i = 0; i < s.count; ++i, a += s.sa, b += s.sb, c += s.sc) product(a, b, c);
+}
+
+// A run of same-shaped small products (a stack, or one axis of it): the shape is decided once,
+// not per item, and the square sizes stacks are made of get a kernel fixed at compile time.
+template <typename V, int PV>
+void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a,
+                 int64_t rsa, int64_t csa, const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c,
+                 int64_t rsc) {
+    using T = typename V::T;
+    constexpr int W = V::W;
+#define FASTGEMM_EACH(call)      \
+    return each_item(s, a, b, c, \
+                     [&](const T* ai, const T* bi, T* ci) { call(alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc); })
+    if (m == n && n == k && csa == 1) {
+        switch (n) {
+            case 2:
+                if constexpr (W > 2) FASTGEMM_EACH((square_tiny<T, 2>));
+                break;
+            case 3:
+                if constexpr (W > 3) FASTGEMM_EACH((square_tiny<T, 3>));
+                break;
+            case 4:
+                if constexpr (4 % W == 0) FASTGEMM_EACH((square_fixed<V, 4, PV>));
+                break;
+            case 8:
+                if constexpr (8 % W == 0) FASTGEMM_EACH((square_fixed<V, 8, PV>));
+                break;
+            case 16:
+                if constexpr (16 % W == 0) FASTGEMM_EACH((square_fixed<V, 16, PV>));
+                break;
+            case 32:
+                if constexpr (32 % W == 0) FASTGEMM_EACH((square_fixed<V, 32, PV>));
+                break;
+            default: break;
+        }
+    }
+#undef FASTGEMM_EACH
+    each_item(s, a, b, c, [&](const T* ai, const T* bi, T* ci) {
+        small<V, PV>(m, n, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc);
+    });
 }
 
 }  // namespace kernels

@@ -55,7 +55,7 @@ constexpr TileRow<typename V::T> tile_row(std::integer_sequence<int, N...>) {
     return {{nullptr, &ukernel<V, M, N + 1>...}};
 }
 
-template <typename V, int MR, int NV, int... M>
+template <typename V, int MR, int NV, int PV, int... M>
 constexpr KernelTable<typename V::T> kernel_table(std::integer_sequence<int, M...>) {
     return {MR,
             NV * V::W,
@@ -65,15 +65,17 @@ constexpr KernelTable<typename V::T> kernel_table(std::integer_sequence<int, M..
             &pack_b<V, NV * V::W>,
             &gemv_rows<V>,
             &gemv_dots<V>,
-            &small<V>,
+            &small<V, PV>,
+            &small_stack<V, PV>,
             &fma_loop<V>};
 }
 
-// The table of every kernel for an MR x (NV vectors) register tile over vector traits V.
-template <typename V, int MR, int NV>
+// The table of every kernel for an MR x (NV vectors) register tile over vector traits V;
+// small products in panels of PV vectors (4 x PV accumulators).
+template <typename V, int MR, int NV, int PV = 4>
 constexpr KernelTable<typename V::T> kernel_table() {
     static_assert(MR <= kMaxMR && NV <= kMaxNV, "raise kMaxMR / kMaxNV");
-    return kernel_table<V, MR, NV>(std::make_integer_sequence<int, MR>{});
+    return kernel_table<V, MR, NV, PV>(std::make_integer_sequence<int, MR>{});
 }
 
 }  // namespace kernels

@@ -1,0 +1,226 @@
+// fastgemm._core.{s,d}gemm_call and matmul_call: the per-call path of fg.sgemm/dgemm and
+// fg.matmul for the common case, in C, so a small product does not pay for Python's
+// argument handling. They return NotImplemented for anything unusual (other types,
+// non-native layouts, overlap, 1-D operands, bad input); the Python layer then takes its
+// general path, which also raises every error.
+#include <pybind11/pybind11.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+
+#include <cstdint>
+#include <exception>
+#include <vector>
+
+#include "../fastgemm/batched.hpp"
+#include "../fastgemm/gemm.hpp"
+#include "registrations.hpp"
+
+namespace py = pybind11;
+using namespace fastgemm;
+
+namespace {
+
+// Above this many multiply-adds the GIL is released (releasing it costs more than a tiny product).
+constexpr double kReleaseGilWork = 32768;
+
+template <typename T>
+constexpr int type_num() {
+    return sizeof(T) == 4 ? NPY_FLOAT : NPY_DOUBLE;
+}
+
+// An exact ndarray of T, native byte order, aligned, strides whole elements.
+template <typename T>
+PyArrayObject* usable(PyObject* o) {
+    if (!PyArray_CheckExact(o)) return nullptr;
+    auto* x = reinterpret_cast<PyArrayObject*>(o);
+    if (PyArray_TYPE(x) != type_num<T>() || !PyArray_ISNOTSWAPPED(x) || !PyArray_ISALIGNED(x)) return nullptr;
+    for (int d = 0; d < PyArray_NDIM(x); ++d)
+        if (PyArray_STRIDE(x, d) % npy_intp(sizeof(T))) return nullptr;
+    return x;
+}
+
+template <typename T>
+View<T> matrix(PyArrayObject* x, bool transpose) {
+    const int nd = PyArray_NDIM(x);
+    const npy_intp e = sizeof(T);
+    View<T> v{static_cast<T*>(PyArray_DATA(x)), PyArray_DIM(x, nd - 2), PyArray_DIM(x, nd - 1),
+              PyArray_STRIDE(x, nd - 2) / e, PyArray_STRIDE(x, nd - 1) / e};
+    if (transpose) v = {v.data, v.cols, v.rows, v.cs, v.rs};
+    return v;
+}
+
+// Byte ranges [lo, hi) of two arrays intersect (NumPy's cheap may_share_memory test).
+bool bounds_overlap(PyArrayObject* x, PyArrayObject* y) {
+    npy_intp xl, xh, yl, yh;
+    auto bounds = [](PyArrayObject* a, npy_intp& lo, npy_intp& hi) {
+        lo = hi = reinterpret_cast<npy_intp>(PyArray_DATA(a));
+        for (int d = 0; d < PyArray_NDIM(a); ++d) {
+            const npy_intp reach = (PyArray_DIM(a, d) - 1) * PyArray_STRIDE(a, d);
+            if (PyArray_DIM(a, d) == 0) return false;
+            (reach < 0 ? lo : hi) += reach;
+        }
+        hi += PyArray_ITEMSIZE(a);
+        return true;
+    };
+    if (!bounds(x, xl, xh) || !bounds(y, yl, yh)) return false;
+    return xl < yh && yl < xh;
+}
+
+bool flag(PyObject* o, bool& out) {
+    if (o == Py_False) return out = false, true;
+    if (o == Py_True) return out = true, true;
+    return false;
+}
+
+bool real(PyObject* o, double& out) {
+    if (PyFloat_CheckExact(o)) return out = PyFloat_AS_DOUBLE(o), true;
+    if (PyLong_CheckExact(o)) {
+        out = PyLong_AsDouble(o);
+        if (out == -1.0 && PyErr_Occurred()) return PyErr_Clear(), false;
+        return true;
+    }
+    return false;
+}
+
+PyObject* not_implemented() { Py_RETURN_NOTIMPLEMENTED; }
+
+template <typename T>
+void run(double work, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
+    if (work > kReleaseGilWork) {
+        Py_BEGIN_ALLOW_THREADS gemm<T>(alpha, a, b, beta, c);
+        Py_END_ALLOW_THREADS
+    } else {
+        gemm<T>(alpha, a, b, beta, c);
+    }
+}
+
+// gemm_call(a, b, c, alpha, beta, trans_a, trans_b): C or NotImplemented.
+template <typename T>
+PyObject* gemm_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    if (nargs != 7) return not_implemented();
+    PyArrayObject* a = usable<T>(args[0]);
+    PyArrayObject* b = usable<T>(args[1]);
+    double alpha, beta;
+    bool ta, tb;
+    if (!a || !b || PyArray_NDIM(a) != 2 || PyArray_NDIM(b) != 2 || !real(args[3], alpha) || !real(args[4], beta) ||
+        !flag(args[5], ta) || !flag(args[6], tb))
+        return not_implemented();
+    const View<const T> va = matrix<const T>(a, ta), vb = matrix<const T>(b, tb);
+    if (va.cols != vb.rows) return not_implemented();
+    PyArrayObject* c;
+    if (args[2] == Py_None) {
+        if (beta != 0.0) return not_implemented();
+        npy_intp dims[2] = {va.rows, vb.cols};
+        c = reinterpret_cast<PyArrayObject*>(PyArray_EMPTY(2, dims, type_num<T>(), 0));
+        if (!c) return nullptr;
+    } else {
+        c = usable<T>(args[2]);
+        if (!c || PyArray_NDIM(c) != 2 || PyArray_DIM(c, 0) != va.rows || PyArray_DIM(c, 1) != vb.cols ||
+            !PyArray_ISWRITEABLE(c) || bounds_overlap(c, a) || bounds_overlap(c, b))
+            return not_implemented();
+        Py_INCREF(c);
+    }
+    try {
+        run<T>(double(va.rows) * double(vb.cols) * double(va.cols), T(alpha), va, vb, T(beta), matrix<T>(c, false));
+    } catch (const std::exception&) {
+        Py_DECREF(c);
+        return not_implemented();  // the general path raises the right error
+    }
+    return reinterpret_cast<PyObject*>(c);
+}
+
+// gemm_call(a, ...): gemm_call<float> or <double> by a's dtype.
+PyObject* gemm_call_any(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+    if (nargs >= 1 && PyArray_CheckExact(args[0])) {
+        const int t = PyArray_TYPE(reinterpret_cast<PyArrayObject*>(args[0]));
+        if (t == NPY_FLOAT) return gemm_call<float>(self, args, nargs);
+        if (t == NPY_DOUBLE) return gemm_call<double>(self, args, nargs);
+    }
+    return not_implemented();
+}
+
+// matmul_call(a, b, out): np.matmul(a, b, out=out) for operands of at least 2 dimensions
+// whose stacks broadcast, or NotImplemented.
+template <typename T>
+PyObject* matmul_typed(PyArrayObject* a, PyArrayObject* b, PyObject* out_obj) {
+    const int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
+    if (na < 2 || nb < 2) return not_implemented();
+    const int nd = na > nb ? na : nb;
+    if (nd > NPY_MAXDIMS) return not_implemented();
+    npy_intp shape[NPY_MAXDIMS];
+    std::vector<BatchAxis> axes;
+    const npy_intp e = sizeof(T);
+    for (int d = 0; d < nd - 2; ++d) {
+        const int da = d - (nd - na), db = d - (nd - nb);
+        const npy_intp sa = da >= 0 ? PyArray_DIM(a, da) : 1, sb = db >= 0 ? PyArray_DIM(b, db) : 1;
+        if (sa != sb && sa != 1 && sb != 1) return not_implemented();
+        shape[d] = sa == 1 ? sb : sa;
+        axes.push_back({shape[d], sa == 1 ? 0 : PyArray_STRIDE(a, da) / e, sb == 1 ? 0 : PyArray_STRIDE(b, db) / e, 0});
+    }
+    const View<const T> va = matrix<const T>(a, false), vb = matrix<const T>(b, false);
+    if (va.cols != vb.rows) return not_implemented();
+    shape[nd - 2] = va.rows;
+    shape[nd - 1] = vb.cols;
+    PyArrayObject* c;
+    if (out_obj == Py_None) {
+        c = reinterpret_cast<PyArrayObject*>(PyArray_EMPTY(nd, shape, type_num<T>(), 0));
+        if (!c) return nullptr;
+    } else {
+        c = usable<T>(out_obj);
+        if (!c || PyArray_NDIM(c) != nd || !PyArray_ISWRITEABLE(c) || bounds_overlap(c, a) || bounds_overlap(c, b))
+            return not_implemented();
+        for (int d = 0; d < nd; ++d)
+            if (PyArray_DIM(c, d) != shape[d]) return not_implemented();
+        Py_INCREF(c);
+    }
+    for (int d = 0; d < nd - 2; ++d) axes[size_t(d)].c = PyArray_STRIDE(c, d) / e;
+    const View<T> vc = matrix<T>(c, false);
+    try {
+        if (out_obj != Py_None && !c_disjoint(vc, axes)) throw std::invalid_argument("out overlaps itself");
+        double work = double(va.rows) * double(vb.cols) * double(va.cols);
+        for (const BatchAxis& ax : axes) work *= double(ax.size);
+        if (work > kReleaseGilWork) {
+            Py_BEGIN_ALLOW_THREADS gemm_batched<T>(T(1), va, vb, T(0), vc, axes);
+            Py_END_ALLOW_THREADS
+        } else {
+            gemm_batched<T>(T(1), va, vb, T(0), vc, axes);
+        }
+    } catch (const std::exception&) {
+        Py_DECREF(c);
+        return not_implemented();
+    }
+    return reinterpret_cast<PyObject*>(c);
+}
+
+PyObject* matmul_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    if (nargs != 3) return not_implemented();
+    if (PyArrayObject* a = usable<float>(args[0])) {
+        if (PyArrayObject* b = usable<float>(args[1])) return matmul_typed<float>(a, b, args[2]);
+    } else if (PyArrayObject* a = usable<double>(args[0])) {
+        if (PyArrayObject* b = usable<double>(args[1])) return matmul_typed<double>(a, b, args[2]);
+    }
+    return not_implemented();
+}
+
+PyMethodDef kCalls[] = {
+    {"sgemm_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&gemm_call<float>)), METH_FASTCALL,
+     "sgemm_call(a, b, c, alpha, beta, trans_a, trans_b): C, or NotImplemented for the general path"},
+    {"dgemm_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&gemm_call<double>)), METH_FASTCALL,
+     "dgemm_call(a, b, c, alpha, beta, trans_a, trans_b): C, or NotImplemented for the general path"},
+    {"gemm_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&gemm_call_any)), METH_FASTCALL,
+     "gemm_call(a, b, c, alpha, beta, trans_a, trans_b): sgemm_call or dgemm_call by a's dtype"},
+    {"matmul_call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&matmul_call)), METH_FASTCALL,
+     "matmul_call(a, b, out): np.matmul's result for >= 2-D float operands, or NotImplemented"},
+};
+
+}  // namespace
+
+void register_calls(py::module_& m) {
+    if (_import_array() < 0) throw py::error_already_set();
+    for (PyMethodDef& def : kCalls) {
+        PyObject* f = PyCFunction_NewEx(&def, nullptr, m.ptr());
+        if (!f) throw py::error_already_set();
+        m.add_object(def.ml_name, py::reinterpret_steal<py::object>(f));
+    }
+}

@@ -1,0 +1,175 @@
+"""Stacks of small products (KernelTable::small_stack: fixed-shape kernels for squares 2..32,
+the general small kernel otherwise) and the per-call C path (sgemm_call, gemm_call,
+matmul_call), under every kernel this machine runs."""
+
+import numpy as np
+import pytest
+
+import fastgemm
+from fastgemm import _core
+from gemm_check import DTYPES, assert_matches, reference
+
+SQUARES = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64)
+BATCHED = {np.dtype(np.float32): _core.sgemm_batched, np.dtype(np.float64): _core.dgemm_batched}
+
+
+def _rand(rng, shape, dtype):
+    return rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+
+
+def _check_stack(c, a, b, alpha=1.0, beta=0.0, c0=None):
+    batch = c.shape[:-2]
+    a, b = np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:])
+    for idx in np.ndindex(*c.shape[:-2]):
+        ref, bound = reference(a[idx], b[idx], None if c0 is None else c0[idx], alpha, beta)
+        assert_matches(c[idx], ref, bound, f"item {idx}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", SQUARES)
+def test_square_stacks(kernel, n, dtype):
+    rng = np.random.default_rng(n)
+    a, b = _rand(rng, (7, n, n), dtype), _rand(rng, (7, n, n), dtype)
+    c = fastgemm.matmul(a, b)
+    _check_stack(c, a, b)
+    # The same kernels as one product at a time: a stack item is the single product, bitwise.
+    assert np.array_equal(c[3], fastgemm.matmul(a[3], b[3]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 8, 8), (8, 1, 8), (8, 8, 1), (3, 17, 5), (17, 3, 40), (6, 24, 9), (33, 9, 2)])
+def test_rectangular_stacks(kernel, shape, dtype):
+    m, n, k = shape
+    rng = np.random.default_rng(m * 100 + n)
+    a, b = _rand(rng, (5, m, k), dtype), _rand(rng, (5, k, n), dtype)
+    _check_stack(fastgemm.matmul(a, b), a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", (3, 8, 16))
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "broadcast-a",
+        "broadcast-b",
+        "2-axes",
+        "stepped",
+        "reversed",
+        "transposed-ops",
+        "F-out",
+        "F-out-broadcast",
+        "axis-views",
+    ],
+)
+def test_stack_layouts(kernel, n, dtype, layout):
+    rng = np.random.default_rng(n)
+    a, b = _rand(rng, (6, n, n), dtype), _rand(rng, (6, n, n), dtype)
+    out = None
+    if layout == "broadcast-a":
+        a = a[0]
+    elif layout == "broadcast-b":
+        b = b[:1]
+    elif layout == "2-axes":
+        a, b = a.reshape(2, 3, n, n), _rand(rng, (3, n, n), dtype)
+    elif layout == "stepped":
+        a, b = _rand(rng, (12, n, n), dtype)[::2], _rand(rng, (12, n, n), dtype)[1::2]
+    elif layout == "reversed":
+        a, b = a[::-1], b[:, ::-1]
+    elif layout == "transposed-ops":
+        a, b = a.transpose(0, 2, 1), b.transpose(0, 2, 1)
+    elif layout == "F-out":
+        out = np.empty((6, n, n), dtype).transpose(0, 2, 1)
+    elif layout == "F-out-broadcast":  # C^T = B^T A^T swaps which batch stride steps which operand
+        a, out = np.asfortranarray(a[0]), np.empty((6, n, n), dtype).transpose(0, 2, 1)
+    elif layout == "axis-views":  # the batch axis in the middle of the array
+        a = _rand(rng, (n, 6, n), dtype).transpose(1, 0, 2)
+    c = fastgemm.matmul(a, b, out=out)
+    assert out is None or c is out
+    _check_stack(c, a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", (2, 3, 8, 16, 20))
+@pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (-0.5, 1.0), (2.0, -3.0), (0.0, 2.0), (1.5, 0.0)])
+def test_stack_alpha_beta(kernel, n, dtype, alpha, beta):
+    rng = np.random.default_rng(1)
+    a, b = _rand(rng, (5, n, n), dtype), _rand(rng, (5, n, n), dtype)
+    c0 = _rand(rng, (5, n, n), dtype)
+    if beta == 0.0:
+        c0[...] = np.nan  # beta == 0 never reads C
+    c = c0.copy()
+    BATCHED[np.dtype(dtype)](a, b, c, alpha, beta)
+    _check_stack(c, a, b, alpha, beta, c0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", (3, 8, 16, 24))
+def test_stack_nan_inf_propagate(kernel, n, dtype):
+    rng = np.random.default_rng(2)
+    a, b = _rand(rng, (4, n, n), dtype), _rand(rng, (4, n, n), dtype)
+    a[1, 0, n - 1] = np.inf
+    b[2, n - 1, 0] = np.nan
+    a[3, n // 2, :] = -np.inf
+    _check_stack(fastgemm.matmul(a, b), a, b)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", (3, 8, 13, 32))
+def test_stack_same_bits_on_any_thread_count(n, dtype):
+    rng = np.random.default_rng(3)
+    a, b = _rand(rng, (2000, n, n), dtype), _rand(rng, (2000, n, n), dtype)
+    before = fastgemm.get_num_threads()
+    try:
+        fastgemm.set_num_threads(1)
+        one = fastgemm.matmul(a, b)
+        fastgemm.set_num_threads(2)
+        two = fastgemm.matmul(a, b)
+    finally:
+        fastgemm.set_num_threads(before)
+    assert np.array_equal(one, two)
+
+
+@pytest.mark.parametrize("n", (3, 8, 20))
+def test_stack_with_inf_raises_no_spurious_flag(n):
+    # Masked lanes of the general kernel compute inf * 0; NumPy's answer has no invalid operation.
+    rng = np.random.default_rng(4)
+    a, b = _rand(rng, (10, n, n), np.float32), _rand(rng, (10, n, n), np.float32)
+    a[4, 1, 1] = np.inf
+    with np.errstate(all="raise"):
+        c = fastgemm.matmul(a, b)
+    assert np.isinf(c[4, 1]).all()
+
+
+def test_per_call_path_falls_back_for_the_unusual():
+    # What the C path declines, the Python path handles (and its errors are the Python ones).
+    a = np.ones((4, 4), np.float32)
+    assert _core.sgemm_call(a, a, None, 1.0, 0.0, "N", False) is NotImplemented
+    assert _core.sgemm_call(a, a.astype(np.float64), None, 1.0, 0.0, False, False) is NotImplemented
+    assert _core.sgemm_call(a, a, a, 1.0, 0.0, False, False) is NotImplemented  # c overlaps a
+    assert _core.matmul_call(a[0], a, None) is NotImplemented  # 1-D operand
+    assert _core.matmul_call(a, a, (np.empty((4, 4), np.float32),)) is NotImplemented
+    assert _core.gemm_call(a.astype(np.int32), a, None, 1.0, 0.0, False, False) is NotImplemented
+    np.testing.assert_array_equal(fastgemm.sgemm(a, a, trans_a="N"), a @ a)
+    with pytest.raises(ValueError, match="beta"):
+        fastgemm.sgemm(a, a, beta=1.0)
+    c = a.copy()
+    np.testing.assert_array_equal(fastgemm.sgemm(c, a, c), a @ a)  # c aliasing a is copied first
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_per_call_path_results(dtype):
+    rng = np.random.default_rng(5)
+    a, b = _rand(rng, (9, 7), dtype), _rand(rng, (9, 5), dtype)
+    c = _core.gemm_call(a, b, None, 2.0, 0.0, True, False)
+    ref, bound = reference(a, b, None, 2.0, 0.0, trans_a=True)
+    assert_matches(c, ref, bound, "gemm_call")
+    c0 = _rand(rng, (7, 5), dtype)
+    c = c0.copy()
+    assert _core.gemm_call(a, b, c, 1, -1, True, False) is c
+    ref, bound = reference(a, b, c0, 1.0, -1.0, trans_a=True)
+    assert_matches(c, ref, bound, "gemm_call into c")
+    out = np.empty((3, 9, 5), dtype)
+    x = _rand(rng, (3, 9, 7), dtype)
+    w = _rand(rng, (7, 5), dtype)
+    assert _core.matmul_call(x, w, out) is out
+    _check_stack(out, x, w)
