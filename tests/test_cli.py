@@ -57,7 +57,7 @@ def test_no_command_shows_help_and_fails():
         (("bench", "--shapes", ""), "empty"),
         (("bench", "--threads", "0"), "--threads"),
         (("bench", "--repeats", "x"), "--repeats"),
-        (("bench", "--dtype", "float16"), "--dtype"),
+        (("bench", "--dtype", "float8"), "--dtype"),
         (("bench", "--quick", "--shapes", "64"), "not allowed"),
         (("bench", "--kernel", "nosuchkernel", "--quick"), "nosuchkernel"),
         (("bench", "--shapes", "8x9x10", "--plot", "x.png"), "square"),

@@ -100,4 +100,5 @@ PYBIND11_MODULE(_core, m) {
     register_batched(m);
     register_calls(m);
     register_ufunc_loops(m);
+    register_lowp(m);
 }

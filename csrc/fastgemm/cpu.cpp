@@ -20,9 +20,10 @@ CpuFeatures detect() {
     CpuFeatures f;
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
-    const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28);
+    const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28), f16c = c & (1u << 29);
     if (fma) f.names.push_back("fma");
     if (avx) f.names.push_back("avx");
+    if (f16c) f.names.push_back("f16c");
     // The CPU may have the instructions while the OS does not save the registers on a context
     // switch (XCR0); executing them then corrupts state or faults.
     const uint64_t xcr0 = osxsave ? xgetbv0() : 0;
@@ -40,7 +41,9 @@ CpuFeatures detect() {
     if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && (a1 & (1u << 5))) f.names.push_back("avx512_bf16");
     if (d & (1u << 24)) f.names.push_back("amx_tile");
     if (d & (1u << 22)) f.names.push_back("amx_bf16");
-    f.avx2 = avx && avx2 && fma && os_ymm;
+    // F16C converts float16 in the avx2 / avx512 sets' low-precision kernels; every core with
+    // AVX2 has it, but a hypervisor may hide it.
+    f.avx2 = avx && avx2 && fma && f16c && os_ymm;
     f.avx512 = f.avx2 && f512 && dq && bw && vl && os_zmm;
     if (!os_ymm) f.names.push_back("os-no-ymm");
     else if (f512 && !os_zmm) f.names.push_back("os-no-zmm");

@@ -7,7 +7,7 @@
 namespace fastgemm {
 
 struct CpuFeatures {
-    bool avx2 = false;    // AVX2 + FMA + OS saves ymm
+    bool avx2 = false;    // AVX2 + FMA + F16C + OS saves ymm
     bool avx512 = false;  // AVX-512 F/BW/VL/DQ + OS saves zmm and opmask
     bool neon = false;
     std::vector<std::string> names;  // for info(): every flag we looked at and found

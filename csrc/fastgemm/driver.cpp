@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "scratch.hpp"
 #include "threading.hpp"
@@ -39,11 +40,11 @@ void bounce_tile(const KernelTable<T>& uk, int64_t kc, T alpha, const T* ap, con
         }
 }
 
-}  // namespace
-
-template <typename T>
-void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b, T alpha, View<const T> a,
-                 View<const T> b, T beta, View<T> c) {
+// The five loops, A and B stored as S and packed into T by `pk`. direct_b (S == T only): full
+// slivers of B are read in place.
+template <typename S, typename T>
+void blocked(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int threads, bool direct_b, T alpha,
+             View<const S> a, View<const S> b, T beta, View<T> c) {
     const int MR = uk.mr, NR = uk.nr;
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     // A thread without an MR x NR tile of C would only wait at the barriers.
@@ -83,19 +84,21 @@ void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool
             for (int64_t pc = 0; pc < k; pc += kc_max) {
                 const int64_t kc = std::min(kc_max, k - pc);
                 const T beta_pc = pc == 0 ? beta : T(1);
-                const T* b_pc = b.data + pc * b.rs + jc * b.cs;
-                uk.pack_b(kc, nc, b_pc, b.rs, b.cs, bp, in_place + packed * tid / team,
+                const S* b_pc = b.data + pc * b.rs + jc * b.cs;
+                pk.pack_b(kc, nc, b_pc, b.rs, b.cs, bp, in_place + packed * tid / team,
                           in_place + packed * (tid + 1) / team);
                 if (team > 1) team_barrier();
                 const int64_t s_lo = slivers * gn / g.tn, s_hi = slivers * (gn + 1) / g.tn;
                 for (int64_t ic = r0; ic < r1; ic += mc_t) {
                     const int64_t mc = std::min(mc_t, r1 - ic);
-                    uk.pack_a(mc, kc, a.data + ic * a.rs + pc * a.cs, a.rs, a.cs, ap);
+                    pk.pack_a(mc, kc, a.data + ic * a.rs + pc * a.cs, a.rs, a.cs, ap);
                     for (int64_t s = s_lo; s < s_hi; ++s) {
                         const int64_t jr = s * NR;
                         const int nr = int(std::min<int64_t>(NR, nc - jr));
                         const bool b_direct = s < in_place;
-                        const T* bs_ = b_direct ? b_pc + jr : bp + jr * kc;
+                        const T* bs_ = bp + jr * kc;
+                        if constexpr (std::is_same_v<S, T>)
+                            if (b_direct) bs_ = b_pc + jr;
                         const int64_t ldb = b_direct ? b.rs : NR;
                         const int nv = (nr + uk.lanes - 1) / uk.lanes;  // vectors this sliver needs
                         for (int64_t ir = 0; ir < mc; ir += MR) {
@@ -116,9 +119,30 @@ void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool
     run_team(threads, work);
 }
 
+}  // namespace
+
+template <typename T>
+void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b, T alpha, View<const T> a,
+                 View<const T> b, T beta, View<T> c) {
+    blocked<T, T>(uk, Packers<T, T>{uk.pack_a, uk.pack_b}, bs, threads, direct_b, alpha, a, b, beta, c);
+}
+
+template <typename S, typename T>
+void run_blocked_packed(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int threads, T alpha,
+                        View<const S> a, View<const S> b, T beta, View<T> c) {
+    blocked<S, T>(uk, pk, bs, threads, false, alpha, a, b, beta, c);
+}
+
 template void run_blocked<float>(const KernelTable<float>&, const Blocking&, int, bool, float, View<const float>,
                                  View<const float>, float, View<float>);
 template void run_blocked<double>(const KernelTable<double>&, const Blocking&, int, bool, double, View<const double>,
                                   View<const double>, double, View<double>);
+
+template void run_blocked_packed<bfloat16_t, float>(const KernelTable<float>&, Packers<bfloat16_t, float>,
+                                                    const Blocking&, int, float, View<const bfloat16_t>,
+                                                    View<const bfloat16_t>, float, View<float>);
+template void run_blocked_packed<float16_t, float>(const KernelTable<float>&, Packers<float16_t, float>,
+                                                   const Blocking&, int, float, View<const float16_t>,
+                                                   View<const float16_t>, float, View<float>);
 
 }  // namespace fastgemm

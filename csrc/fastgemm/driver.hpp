@@ -16,4 +16,18 @@ template <typename T>
 void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b, T alpha, View<const T> a,
                  View<const T> b, T beta, View<T> c);
 
+// Packers from A and B's storage type S into slivers of the table's type T (S == T: the
+// table's own; S a 2-byte float: LowpTable's, which widen while packing).
+template <typename S, typename T>
+struct Packers {
+    void (*pack_a)(int64_t mc, int64_t kc, const S* a, int64_t rsa, int64_t csa, T* ap);
+    void (*pack_b)(int64_t kc, int64_t nc, const S* b, int64_t rsb, int64_t csb, T* bp, int64_t s0, int64_t s1);
+};
+
+// run_blocked with A and B stored as S and packed by `pk` into T slivers (B always packed),
+// accumulated and written in T: the same five loops, tiles, thread grid and determinism.
+template <typename S, typename T>
+void run_blocked_packed(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int threads, T alpha,
+                        View<const S> a, View<const S> b, T beta, View<T> c);
+
 }  // namespace fastgemm

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "cpu.hpp"
+#include "half.hpp"
 
 namespace fastgemm {
 
@@ -82,6 +83,30 @@ struct Tuning {
     int64_t head_min_slivers;  // a misaligned B gets a packed head only from this many slivers
 };
 
+// Low-precision inputs (S = bfloat16_t or float16_t) on the float32 kernels: packers that
+// widen to float32 while packing, into the slivers of the set's f32 main tile (same MR, NR
+// and layout as KernelTable<float>'s pack_a / pack_b), and matrix-vector kernels that widen
+// as they stream the 2-byte matrix once (half the bytes of float32). Same contracts as
+// KernelTable<float>'s functions of the same names, with A, B, x and the matrix in S.
+// See docs/DESIGN.md, "Low-precision products".
+template <typename S>
+struct LowpTable {
+    void (*pack_a)(int64_t mc, int64_t kc, const S* a, int64_t rsa, int64_t csa, float* ap);
+    void (*pack_b)(int64_t kc, int64_t nc, const S* b, int64_t rsb, int64_t csb, float* bp, int64_t s0, int64_t s1);
+    void (*gemv_rows)(int64_t n, int64_t k, float alpha, const S* x, int64_t incx, const S* mat, int64_t ldm,
+                      float beta, float* y, float* chunk);
+    void (*gemv_dots)(int64_t n, int64_t k, float alpha, const S* x, const S* mat, int64_t ldm, float beta, float* y,
+                      int64_t incy);
+};
+
+struct LowpKernels {
+    LowpTable<bfloat16_t> bf16;
+    LowpTable<float16_t> f16;
+    // dst[i] = src[i] rounded to float16, to nearest even, i < n (the one rounding of a
+    // float16 result).
+    void (*narrow_f16)(int64_t n, const float* src, float16_t* dst);
+};
+
 struct KernelSet {
     const char* name;  // what FASTGEMM_KERNEL / set_kernel accept
     const char* isa;   // human-readable instruction set
@@ -95,6 +120,8 @@ struct KernelSet {
     // of B per MR FMAs, so a B streamed from memory still feeds the FMA units.
     KernelTable<float> f32_skinny;
     KernelTable<double> f64_skinny;
+    // bfloat16 / float16 inputs, converted to float32 for the f32 main tile.
+    LowpKernels lowp;
 };
 
 // One per kernel file; which ones exist depends on the target architecture. Constant-initialised

@@ -14,12 +14,14 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../fastgemm/batched.hpp"
 #include "../fastgemm/blocking.hpp"
 #include "../fastgemm/dispatch.hpp"
 #include "../fastgemm/gemm.hpp"
+#include "../fastgemm/gemm_lowp.hpp"
 #include "../fastgemm/scratch.hpp"
 #include "../fastgemm/threading.hpp"
 #include "../fastgemm/view.hpp"
@@ -410,6 +412,219 @@ void env_overrides() {
            "blocking falls back to the model");
 }
 
+// Low-precision inputs (gemm_lowp): A and B bfloat16 or float16, float32 C. Reference: the
+// exact widened inputs in long double; bound 2 (K + 2) u32 |alpha||A||B| + |beta C0| as for
+// float32 (the inputs are exact, only the float32 accumulation rounds).
+template <typename S>
+S to_storage(float x);
+template <>
+fastgemm::bfloat16_t to_storage<fastgemm::bfloat16_t>(float x) {
+    return fastgemm::to_bfloat16(x);
+}
+template <>
+fastgemm::float16_t to_storage<fastgemm::float16_t>(float x) {
+    return fastgemm::to_float16(x);
+}
+template <typename S>
+const char* storage_name() {
+    return std::is_same_v<S, fastgemm::bfloat16_t> ? "bfloat16" : "float16";
+}
+
+template <typename S>
+void run_lowp_case(const char* kernel, const Case& cs, float subnormal_scale) {
+    const int64_t m = cs.m, n = cs.n, k = cs.k;
+    const float sentinel = -12345.0f;
+    Placed<S> a(m, k, cs.la, 0, S{0}), b(k, n, cs.lb, 0, S{0});
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t p = 0; p < k; ++p)
+            a.at(i, p) = to_storage<S>(cs.nan_in_ab ? nan : float(uniform()) * subnormal_scale);
+    for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < n; ++j) b.at(p, j) = to_storage<S>(cs.nan_in_ab ? nan : float(uniform()));
+    std::vector<float> c0(size_t(m * n));
+    for (float& x : c0) x = cs.nan_in_c ? nan : float(uniform());
+    const float alpha = float(cs.alpha), beta = float(cs.beta);
+    const long double u = std::ldexp(1.0L, -24), tiny = std::numeric_limits<float>::denorm_min();
+    for (int64_t guard : {int64_t(64), int64_t(0)}) {
+        Placed<float> c(m, n, cs.lc, guard, sentinel);
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) c.at(i, j) = c0[size_t(i * n + j)];
+        char what[256];
+        std::snprintf(what, sizeof what, "%s lowp %s m=%lld n=%lld k=%lld A=%s B=%s C=%s%s alpha=%g beta=%g%s%s%s",
+                      kernel, storage_name<S>(), (long long)m, (long long)n, (long long)k, kLayoutName[cs.la],
+                      kLayoutName[cs.lb], kLayoutName[cs.lc], guard ? "+guards" : "", cs.alpha, cs.beta,
+                      cs.nan_in_c ? " NaN-in-C" : "", cs.nan_in_ab ? " NaN-in-AB" : "",
+                      subnormal_scale != 1.0f ? " subnormal A" : "");
+        try {
+            fastgemm::gemm_lowp<S>(alpha, a.cview(), b.cview(), beta, c.view());
+        } catch (const std::exception& e) {
+            report(false, std::string(what) + ": threw " + e.what());
+            continue;
+        }
+        bool ok = true;
+        for (int64_t i = 0; i < m && ok; ++i)
+            for (int64_t j = 0; j < n && ok; ++j) {
+                long double ref = 0, mag = 0;
+                if (alpha != 0.0f) {
+                    for (int64_t p = 0; p < k; ++p) {
+                        const long double x =
+                            (long double)fastgemm::to_float(a.at(i, p)) * fastgemm::to_float(b.at(p, j));
+                        ref += x;
+                        mag += std::fabs(x);
+                    }
+                    ref *= alpha;
+                    mag *= std::fabs((long double)alpha);
+                }
+                if (beta != 0.0f) {
+                    ref += (long double)beta * c0[size_t(i * n + j)];
+                    mag += std::fabs((long double)beta * c0[size_t(i * n + j)]);
+                }
+                const long double got = c.at(i, j);
+                ok = std::isnan(ref) ? std::isnan(got)
+                                     : std::isfinite(got) && std::fabs(got - ref) <= 2.0L * (k + 2) * (u * mag + tiny);
+                if (!ok)
+                    std::snprintf(what + std::strlen(what), sizeof what - std::strlen(what),
+                                  ": C[%lld,%lld] = %Lg, expected %Lg", (long long)i, (long long)j, got, ref);
+            }
+        report(ok, what);
+        report(c.outside_untouched(sentinel), std::string(what) + ": wrote outside C");
+    }
+}
+
+template <typename S>
+void run_lowp(const fastgemm::KernelSet& ks) {
+    const int64_t mr = ks.f32.mr, nr = ks.f32.nr;
+    const fastgemm::Blocking bs = fastgemm::blocking_for(ks.f32.mr, ks.f32.nr, 4);
+    std::vector<std::vector<int64_t>> shapes = {{0, 0, 0},     {5, 3, 0},    {1, 1, 1},    {1, 7, 1},    {7, 1, 1},
+                                                {1, 1, 9},     {1, 37, 41},  {37, 1, 41},  {1, 300, 17}, {1, 4133, 11},
+                                                {4133, 1, 11}, {13, 17, 19}, {31, 37, 41}, {2, 401, 3},  {3, 2, 509}};
+    for (int64_t d : {-1, 0, 1}) {
+        shapes.push_back({mr + d, nr + 1, 7});
+        shapes.push_back({mr + 1, nr + d, 5});
+        shapes.push_back({mr - 1, 2 * nr + d, 4});
+        shapes.push_back({mr + 1, nr - 1, bs.kc + d});
+        shapes.push_back({bs.mc + d, 3, 4});
+    }
+    const double scalars[][2] = {{1, 0}, {0.75, -0.5}, {-1, 1}, {0, 0.5}, {0, 0}};
+    int idx = 0;
+    for (const auto& s : shapes) {
+        if (s[0] < 0 || s[1] < 0 || s[2] < 0) continue;
+        for (int sc = 0; sc < 5; ++sc, ++idx)
+            run_lowp_case<S>(ks.name,
+                             {s[0], s[1], s[2], Layout(idx % kLayouts), Layout((idx / 4) % kLayouts),
+                              Layout((idx / 2 + 1) % kLayouts), scalars[sc][0], scalars[sc][1], false, false},
+                             1.0f);
+    }
+    for (const auto& s : std::vector<std::vector<int64_t>>{{1, 1, 1}, {1, 19, 23}, {19, 1, 23}, {mr + 1, nr - 1, 5}})
+        for (int la = 0; la < kLayouts; ++la)
+            for (int lb = 0; lb < kLayouts; ++lb)
+                for (int lc = 0; lc < kLayouts; ++lc)
+                    run_lowp_case<S>(
+                        ks.name, {s[0], s[1], s[2], Layout(la), Layout(lb), Layout(lc), 1.5, -1.0, false, false}, 1.0f);
+    for (const auto& s : std::vector<std::vector<int64_t>>{{1, 1, 1}, {mr + 1, nr + 1, 3}, {1, 40, 9}}) {
+        run_lowp_case<S>(ks.name, {s[0], s[1], s[2], kRowMajor, kColMajor, kRowMajor, 1.0, 0.0, true, false}, 1.0f);
+        run_lowp_case<S>(ks.name, {s[0], s[1], s[2], kColMajor, kRowMajor, kStepped, 0.0, 0.5, false, true}, 1.0f);
+        run_lowp_case<S>(ks.name, {s[0], s[1], s[2], kRowMajor, kRowMajor, kRowMajor, 1.0, 0.0, false, true}, 1.0f);
+    }
+    // Subnormal inputs (float16 below 2^-14, bfloat16 below 2^-126) widen exactly and are not
+    // flushed: scaled so A is subnormal in the storage type and the products stay normal-ish
+    // float32 only for float16 (bfloat16 subnormals times B <= 1 are float32 subnormals,
+    // still exact up to the bound's subnormal spacing).
+    const float sub = std::is_same_v<S, fastgemm::float16_t> ? std::ldexp(1.0f, -16) : std::ldexp(1.0f, -128);
+    for (const auto& s : std::vector<std::vector<int64_t>>{{1, 33, 17}, {33, 1, 17}, {mr + 1, nr + 3, 29}})
+        run_lowp_case<S>(ks.name, {s[0], s[1], s[2], kRowMajor, kRowMajor, kRowMajor, 1.0, 0.0, false, false}, sub);
+    // The smallest subnormal, exactly: k copies of 2^-24 (float16) times 1 sum exactly.
+    if (std::is_same_v<S, fastgemm::float16_t>) {
+        const int64_t k = 50;
+        std::vector<S> a(size_t(k), S{1}), b(size_t(k * 3), to_storage<S>(1.0f));  // bits 1: 2^-24
+        std::vector<float> c(3, 7.0f);
+        fastgemm::gemm_lowp<S>(1.0f, {a.data(), 1, k, k, 1}, {b.data(), k, 3, 3, 1}, 0.0f, {c.data(), 1, 3, 3, 1});
+        report(c[0] == std::ldexp(50.0f, -24) && c[2] == c[0],
+               std::string(ks.name) + " float16 subnormal kept exactly");
+    }
+    // Same bits on 1 and 2 threads.
+    {
+        const int64_t m = 150, n = 140, k = 300;
+        std::vector<S> a(size_t(m * k)), b(size_t(k * n));
+        for (S& x : a) x = to_storage<S>(float(uniform()));
+        for (S& x : b) x = to_storage<S>(float(uniform()));
+        std::vector<float> c1(size_t(m * n)), c2(size_t(m * n)), v1(static_cast<size_t>(n)), v2(static_cast<size_t>(n));
+        fastgemm::set_max_threads(1);
+        fastgemm::gemm_lowp<S>(1.0f, {a.data(), m, k, k, 1}, {b.data(), k, n, n, 1}, 0.0f, {c1.data(), m, n, n, 1});
+        fastgemm::gemm_lowp<S>(1.0f, {a.data(), 1, k, k, 1}, {b.data(), k, n, n, 1}, 0.0f, {v1.data(), 1, n, n, 1});
+        fastgemm::set_max_threads(2);
+        fastgemm::gemm_lowp<S>(1.0f, {a.data(), m, k, k, 1}, {b.data(), k, n, n, 1}, 0.0f, {c2.data(), m, n, n, 1});
+        fastgemm::gemm_lowp<S>(1.0f, {a.data(), 1, k, k, 1}, {b.data(), k, n, n, 1}, 0.0f, {v2.data(), 1, n, n, 1});
+        report(std::memcmp(c1.data(), c2.data(), c1.size() * 4) == 0 &&
+                   std::memcmp(v1.data(), v2.data(), v1.size() * 4) == 0,
+               std::string(ks.name) + " lowp " + storage_name<S>() + ": same bits on 1 and 2 threads");
+    }
+}
+
+// gemm_lowp_batched: a broadcast A (zero batch stride) over a stack of B, spread over threads
+// by batch, gives bitwise what gemm_lowp gives item by item.
+template <typename S>
+void lowp_batched(const fastgemm::KernelSet& ks) {
+    const int64_t m = 40, n = 64, k = 100, items = 20;  // 2 threads by batch, 1 per item
+    std::vector<S> a(size_t(m * k)), b(size_t(items * k * n));
+    for (S& x : a) x = to_storage<S>(float(uniform()));
+    for (S& x : b) x = to_storage<S>(float(uniform()));
+    std::vector<float> c(size_t(items * m * n), 5.0f), want(c);
+    for (int64_t i = 0; i < items; ++i)
+        fastgemm::gemm_lowp<S>(0.5f, {a.data(), m, k, k, 1}, {b.data() + i * k * n, k, n, n, 1}, -1.0f,
+                               {want.data() + i * m * n, m, n, n, 1});
+    fastgemm::gemm_lowp_batched<S>(0.5f, {a.data(), m, k, k, 1}, {b.data(), k, n, n, 1}, -1.0f, {c.data(), m, n, n, 1},
+                                   {{items, 0, k * n, m * n}});
+    report(std::memcmp(c.data(), want.data(), c.size() * 4) == 0,
+           std::string(ks.name) + " lowp " + storage_name<S>() + " batched = item by item");
+    float x[16] = {};
+    const View<const S> s{reinterpret_cast<const S*>(x), 2, 2, 2, 1};
+    expect_throw<std::invalid_argument>("gemm_lowp_batched refuses a C that overlaps itself", [&] {
+        fastgemm::gemm_lowp_batched<S>(1.f, s, s, 0.f, View<float>{x, 2, 2, 0, 1}, {{2, 4, 4, 4}});
+    });
+}
+
+// The kernel set's float32 -> float16 rounding against the portable one, over special values
+// and every rounding boundary class; contiguous and strided.
+void lowp_narrow(const fastgemm::KernelSet& ks) {
+    std::vector<float> src;
+    const float specials[] = {0.0f,
+                              -0.0f,
+                              1.0f,
+                              65504.0f,
+                              65519.99f,
+                              65520.0f,
+                              1e9f,
+                              std::numeric_limits<float>::infinity(),
+                              -std::numeric_limits<float>::infinity(),
+                              std::numeric_limits<float>::quiet_NaN(),
+                              std::ldexp(1.0f, -24),
+                              std::ldexp(1.0f, -25),
+                              std::ldexp(3.0f, -26),
+                              std::ldexp(1.0f, -14),
+                              1.0f + std::ldexp(1.0f, -11)};
+    for (float x : specials) src.push_back(x);
+    uint32_t st = 12345;
+    for (int i = 0; i < 4000; ++i) {
+        st = st * 1664525u + 1013904223u;
+        float f;
+        const uint32_t bits = (st & 0x8fffffffu) | 0x30000000u;  // exponents around float16's range
+        std::memcpy(&f, &bits, 4);
+        src.push_back(f);
+    }
+    const int64_t n = int64_t(src.size());
+    std::vector<fastgemm::float16_t> got(static_cast<size_t>(n)), strided(size_t(2 * n));
+    fastgemm::narrow_to_f16({src.data(), 1, n, n, 1}, {got.data(), 1, n, n, 1});
+    fastgemm::narrow_to_f16({src.data(), n, 1, 1, 1}, {strided.data(), n, 1, 2, 1});
+    bool ok = true;
+    for (int64_t i = 0; i < n && ok; ++i) {
+        const uint16_t want = fastgemm::to_float16(src[size_t(i)]).bits;
+        ok = got[size_t(i)].bits == want && strided[size_t(2 * i)].bits == want;
+        if (!ok) std::printf("  narrow %a: %04x, expected %04x\n", double(src[size_t(i)]), got[size_t(i)].bits, want);
+    }
+    report(ok, std::string(ks.name) + " narrow_to_f16 matches the portable rounding");
+}
+
 }  // namespace
 
 int main() {
@@ -433,6 +648,11 @@ int main() {
         padding_flags<float>(*ks);
         padding_flags<double>(*ks);
         fastgemm::set_max_threads(2);
+        run_lowp<fastgemm::bfloat16_t>(*ks);
+        run_lowp<fastgemm::float16_t>(*ks);
+        lowp_narrow(*ks);
+        lowp_batched<fastgemm::bfloat16_t>(*ks);
+        lowp_batched<fastgemm::float16_t>(*ks);
         std::printf("kernel %-8s %s\n", ks->name, failed == f0 ? "ok" : "FAILED");
     }
     fastgemm::set_kernels(before);

@@ -76,6 +76,7 @@ def info(args: argparse.Namespace) -> int:
         ("kernel", f"{i['kernel']} ({i['isa']})"),
         ("float32", f"tile {i['mr']} x {i['nr']}, MC {i['mc']}, KC {i['kc']}, NC {i['nc']}"),
         ("float64", f"tile {f64['mr']} x {f64['nr']}, MC {f64['mc']}, KC {f64['kc']}, NC {f64['nc']}"),
+        ("bf16/fp16", i["low_precision"]),
     ]
     for level, c in i["caches"].items():
         how = "detected" if c.get("detected") else "assumed"
@@ -104,6 +105,7 @@ def info(args: argparse.Namespace) -> int:
             "kernels",
             "threads",
             "openmp",
+            "low_precision",
         }
     ):
         rows.append((key, str(i[key])))

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _core
+from . import _core, _lowp
 from ._layout import native_ok, self_overlaps
 
 _F32 = np.dtype(np.float32)
@@ -184,14 +184,20 @@ def dgemm(
 def gemm(
     a: npt.ArrayLike,
     b: npt.ArrayLike,
-    c: npt.NDArray[np.floating[Any]] | None = None,
+    c: npt.NDArray[Any] | None = None,
     *,
     alpha: Scalar = 1.0,
     beta: Scalar = 0.0,
     trans_a: Trans = False,
     trans_b: Trans = False,
-) -> npt.NDArray[np.floating[Any]]:
-    """:func:`sgemm` or :func:`dgemm` by the dtype of ``a`` (float32 or float64)."""
+) -> npt.NDArray[Any]:
+    """:func:`sgemm` or :func:`dgemm` by the dtype of ``a`` (float32 or float64).
+
+    With bfloat16 (ml_dtypes) or float16 ``a`` and ``b`` (both the same type): BLAS sbgemm /
+    shgemm semantics, the inputs widened exactly to float32, float32 accumulation and a
+    float32 C; ``c`` may be float32 or the inputs' type (computed in float32, rounded once to
+    nearest even). Mixed bfloat16 / float16 operands raise TypeError.
+    """
     r = _core.gemm_call(a, b, c, alpha, beta, trans_a, trans_b)
     if r is not NotImplemented:
         return r
@@ -200,5 +206,19 @@ def gemm(
     if dt == np.float32:
         return sgemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)
     if dt == np.float64:
-        return dgemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)  # type: ignore[arg-type]
-    raise TypeError(f"gemm: a must have dtype float32 or float64, got {dt}")
+        return dgemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)
+    if dt.itemsize == 2 and isinstance(a, np.ndarray) and _lowp.is_lowp(a.dtype):  # bfloat16 / float16
+        return _lowp.gemm(
+            a,
+            b,
+            c,
+            _scalar(alpha, "alpha", "gemm"),
+            _scalar(beta, "beta", "gemm"),
+            _trans(trans_a, "trans_a", "gemm"),
+            _trans(trans_b, "trans_b", "gemm"),
+        )
+    if dt == np.float16:  # only a byte-swapped float16 gets here
+        raise TypeError(
+            f"gemm: a has dtype {np.asarray(a).dtype.str} (non-native byte order): pass a.astype(np.float16)"
+        )
+    raise TypeError(f"gemm: a must have dtype float32, float64, float16 or bfloat16 ({_lowp.INSTALL_HINT}), got {dt}")

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _core
+from . import _core, _lowp
 from ._layout import may_self_overlap, native_ok
 
 _BATCHED: dict[np.dtype[Any], Callable[..., None]] = {
@@ -134,6 +134,10 @@ def matmul(a: npt.ArrayLike, b: npt.ArrayLike, out: np.ndarray | tuple[np.ndarra
             return r
     if isinstance(out, tuple) and len(out) == 1:
         out = out[0]
+    if type(a) is np.ndarray and a.dtype.itemsize == 2:  # float16 / bfloat16: _lowp.py
+        low = _lowp.plan(a, b, out)
+        if low is not None and (not kwargs or _keywords_native(kwargs, low.a, low.b, low.result)):
+            return _lowp.run(low, out)
     plan = _plan(a, b, out)
     if plan is not None and kwargs and not _keywords_native(kwargs, plan[0], plan[1], plan[2]):
         plan = None

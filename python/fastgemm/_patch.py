@@ -1,6 +1,6 @@
-"""The switch that runs NumPy's float32 / float64 products on fastgemm.
+"""The switch that runs NumPy's float32 / float64 products (and float16 matmul) on fastgemm.
 
-One switch, three parts, turned on and off together:
+One switch, four parts, turned on and off together:
 - NumPy's float32 and float64 inner loops of the gufuncs matmul (`@`, `@=`, np.linalg.matmul,
   np.einsum(optimize=...) on NumPy >= 2.4) and, where NumPy has them, vecdot, matvec and vecmat
   are swapped for fastgemm's inside NumPy itself (csrc/bindings/ufunc_loops.cpp), so every
@@ -8,6 +8,10 @@ One switch, three parts, turned on and off together:
 - np.dot and np.inner are replaced in every loaded numpy module that holds them
   (fastgemm._numpy_funcs), which takes np.tensordot, np.linalg.multi_dot and NumPy's other
   Python callers of dot along;
+- NumPy's float16 matmul loop (e,e->e) is swapped for fastgemm's (csrc/bindings/lowp.cpp:
+  float32 accumulation, one rounding to float16); bfloat16 gets no loop (one registered for
+  ml_dtypes' dtype cannot be removed again, see docs/DESIGN.md, "Low-precision products"):
+  NumPy casts it to float32 and runs the float32 loop, which is fastgemm's;
 - restore_numpy() puts NumPy's loops and objects back exactly.
 """
 
@@ -55,9 +59,11 @@ def _on() -> None:
         for name in _gufuncs():
             _core.replace_ufunc_loops(name)
             done.append(name)
+        _core.replace_f16_matmul_loop()
         _numpy_funcs.install()
     except BaseException:  # all or nothing: a half-on switch would be on for some calls only
         _numpy_funcs.uninstall()
+        _core.restore_f16_matmul_loop()
         for name in reversed(done):
             _core.restore_ufunc_loops(name)
         raise
@@ -65,14 +71,19 @@ def _on() -> None:
 
 def _off() -> None:
     _numpy_funcs.uninstall()
+    _core.restore_f16_matmul_loop()
     for name in reversed(_gufuncs()):
         _core.restore_ufunc_loops(name)
 
 
 def is_patched() -> bool:
-    """True while the switch is on: NumPy's matmul, vecdot, matvec, vecmat float loops are
-    fastgemm's and np.dot / np.inner are fastgemm's functions."""
-    return all(_core.ufunc_loops_replaced(name) for name in _gufuncs()) and _numpy_funcs.installed()
+    """True while the switch is on: NumPy's matmul, vecdot, matvec, vecmat float loops (and
+    matmul's float16 loop) are fastgemm's and np.dot / np.inner are fastgemm's functions."""
+    return (
+        all(_core.ufunc_loops_replaced(name) for name in _gufuncs())
+        and bool(_core.f16_matmul_loop_replaced())
+        and _numpy_funcs.installed()
+    )
 
 
 def patch_numpy() -> None:
@@ -83,9 +94,10 @@ def patch_numpy() -> None:
     np.linalg.vecdot, np.matvec, np.vecmat. Not covered: the method ``ndarray.dot`` (NumPy
     calls its BLAS directly; write ``a @ b`` or ``np.dot(a, b)``).
 
-    Only float32 and float64 products change, with NumPy's semantics; every other dtype,
-    subclasses, and products too small to gain from fastgemm keep NumPy's code, as do operands
-    it cannot address (unaligned data, strides that are not a multiple of the item size).
+    Only float32 and float64 products change, with NumPy's semantics, and np.matmul on float16
+    pairs (accumulated in float32, rounded once to float16); every other dtype, subclasses,
+    and products too small to gain from fastgemm keep NumPy's code, as do operands it cannot
+    address (unaligned data, strides that are not a multiple of the item size).
     Calling it when the switch is already on does nothing.
     """
     with _lock:

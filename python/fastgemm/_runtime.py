@@ -166,4 +166,24 @@ def info() -> dict[str, Any]:
         "kernels": available_kernels(),
         "threads": get_num_threads(),
         "openmp": _core.openmp_runtime(),
+        "low_precision": _low_precision(name, f32["mr"], f32["nr"]),
     }
+
+
+# How each kernel set widens 2-byte inputs (docs/DESIGN.md, "Low-precision products").
+_WIDEN = {
+    "avx512": "bfloat16 by a 16-bit shift, float16 by vcvtph2ps",
+    "avx2": "bfloat16 by a 16-bit shift, float16 by F16C vcvtph2ps",
+    "neon": "bfloat16 by a 16-bit shift, float16 by fcvtl",
+    "generic": "bfloat16 by a 16-bit shift, float16 in portable C++",
+}
+
+
+def _low_precision(kernel: str, mr: int, nr: int) -> str:
+    """One line on the bfloat16 / float16 path of ``kernel``."""
+    how = _WIDEN.get(kernel, "converted in portable C++")
+    return (
+        f"bfloat16, float16: widened to float32 while packing ({how}), float32 tile "
+        f"{mr} x {nr}, so its peak is the float32 FMA peak; matrix-vector products "
+        "stream the 2-byte matrix; no AVX512_BF16 (vdpbf16ps) kernel yet"
+    )

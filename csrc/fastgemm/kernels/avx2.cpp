@@ -1,4 +1,5 @@
-// AVX2 + FMA kernels (Haswell and later, Zen): compiled with -mavx2 -mfma only.
+// AVX2 + FMA kernels (Haswell and later, Zen): compiled with -mavx2 -mfma -mf16c only (F16C
+// came with or before AVX2 on every Intel and AMD core; dispatch checks all three).
 // fp32 6 x 16 and fp64 6 x 8: 12 ymm accumulators, 2 for the B row, 1 broadcast, the shape
 // BLIS and OpenBLAS use on these cores (16 ymm registers in all). Skinny tiles 12 x 8 / 12 x 4:
 // 12 accumulators, one B vector, one broadcast.
@@ -47,6 +48,39 @@ struct Avx2F64 {
 // the 16 ymm registers (4 x 4 spilled); see docs/DESIGN.md, "Small products".
 constexpr int kSmallPanel = 2;
 
+// bfloat16 -> float32 is a 16-bit shift; float16 -> float32 is F16C's vcvtph2ps (exact, subnormals
+// kept: it ignores MXCSR's DAZ).
+struct Avx2Bf16 {
+    using S = bfloat16_t;
+    static float one(S x) { return to_float(x); }
+    static __m256 load(const S* p) {
+        const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+    }
+    static constexpr bool kPairs = true;
+    // 16 bfloat16 as 8 32-bit words: the odd elements are the words' top halves, already float32
+    // when the bottom half is cleared; the even ones are the bottom halves shifted up.
+    static void load_pairs(const S* p, __m256& even, __m256& odd) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        even = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+        odd = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(int(0xffff0000u))));
+    }
+};
+struct Avx2F16 {
+    using S = float16_t;
+    static float one(S x) { return _cvtsh_ss(x.bits); }
+    static __m256 load(const S* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+};
+struct Avx2Narrow {
+    static void narrow(int64_t n, const float* src, float16_t* dst) {
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                             _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+        for (; i < n; ++i) dst[i] = to_float16(src[i]);
+    }
+};
+
 }  // namespace
 
 // The small-path cap was measured on Zen 3 ("Small products"); the other thresholds on Zen 4
@@ -58,6 +92,7 @@ constexpr KernelSet avx2_kernels{"avx2",
                                  kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(),
                                  kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
                                  kernels::kernel_table<Avx2F32, 12, 1>(),
-                                 kernels::kernel_table<Avx2F64, 12, 1>()};
+                                 kernels::kernel_table<Avx2F64, 12, 1>(),
+                                 kernels::lowp_kernels<Avx2F32, Avx2Bf16, Avx2F16, Avx2Narrow, 6, 2>()};
 
 }  // namespace fastgemm

@@ -111,6 +111,31 @@ void pack_a_rows(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, in
     if (full < mc) kernels::pack_a<V, MR>(mc - full, kc, a + full * rsa, rsa, csa, ap);
 }
 
+// bfloat16 -> float32 is a 16-bit shift, float16 -> float32 vcvtph2ps (exact, subnormals kept).
+// Conversion in packing on this set; the vdpbf16ps kernel for AVX512_BF16 CPUs is still to come.
+struct Avx512Bf16 {
+    using S = bfloat16_t;
+    static float one(S x) { return to_float(x); }
+    static __m512 load(const S* p) {
+        const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+        return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    }
+};
+struct Avx512F16 {
+    using S = float16_t;
+    static float one(S x) { return _cvtsh_ss(x.bits); }
+    static __m512 load(const S* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+};
+struct Avx512Narrow {
+    static void narrow(int64_t n, const float* src, float16_t* dst) {
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16)
+            _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                                _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+        for (; i < n; ++i) dst[i] = to_float16(src[i]);
+    }
+};
+
 template <typename V, int MR, int NV>
 constexpr KernelTable<typename V::T> table() {
     KernelTable<typename V::T> k = kernels::kernel_table<V, MR, NV>();
@@ -129,6 +154,7 @@ constexpr KernelSet avx512_kernels{"avx512",
                                    table<Avx512F32, 14, 2>(),
                                    table<Avx512F64, 6, 4>(),
                                    table<Avx512F32, 16, 1>(),
-                                   table<Avx512F64, 16, 1>()};
+                                   table<Avx512F64, 16, 1>(),
+                                   kernels::lowp_kernels<Avx512F32, Avx512Bf16, Avx512F16, Avx512Narrow, 14, 2>()};
 
 }  // namespace fastgemm

@@ -25,6 +25,23 @@ struct Scalar {
     static reg mul(reg a, reg b) { return a * b; }
 };
 
+// Conversion traits of one lane: the exact scalar conversions of half.hpp.
+struct ScalarBf16 {
+    using S = bfloat16_t;
+    static float one(S x) { return to_float(x); }
+    static float load(const S* p) { return to_float(*p); }
+};
+struct ScalarF16 {
+    using S = float16_t;
+    static float one(S x) { return to_float(x); }
+    static float load(const S* p) { return to_float(*p); }
+};
+struct ScalarNarrow {
+    static void narrow(int64_t n, const float* src, float16_t* dst) {
+        for (int64_t i = 0; i < n; ++i) dst[i] = to_float16(src[i]);
+    }
+};
+
 }  // namespace
 
 // Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
@@ -36,6 +53,7 @@ constexpr KernelSet generic_kernels{"generic",
                                     kernels::kernel_table<Scalar<float>, 4, 8>(),
                                     kernels::kernel_table<Scalar<double>, 4, 4>(),
                                     kernels::kernel_table<Scalar<float>, 4, 8>(),
-                                    kernels::kernel_table<Scalar<double>, 4, 4>()};
+                                    kernels::kernel_table<Scalar<double>, 4, 4>(),
+                                    kernels::lowp_kernels<Scalar<float>, ScalarBf16, ScalarF16, ScalarNarrow, 4, 8>()};
 
 }  // namespace fastgemm

@@ -61,6 +61,31 @@ struct NeonF64 {
     static reg mul(reg a, reg b) { return vmulq_f64(a, b); }
 };
 
+// bfloat16 -> float32 is a 16-bit shift (ushll), float16 -> float32 fcvtl; float32 -> float16
+// fcvtn rounds by FPCR, to nearest even unless the program changed it.
+struct NeonBf16 {
+    using S = bfloat16_t;
+    static float one(S x) { return to_float(x); }
+    static float32x4_t load(const S* p) {
+        return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p)), 16));
+    }
+};
+struct NeonF16 {
+    using S = float16_t;
+    static float one(S x) { return to_float(x); }
+    static float32x4_t load(const S* p) {
+        return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p))));
+    }
+};
+struct NeonNarrow {
+    static void narrow(int64_t n, const float* src, float16_t* dst) {
+        int64_t i = 0;
+        for (; i + 4 <= n; i += 4)
+            vst1_u16(reinterpret_cast<uint16_t*>(dst + i), vreinterpret_u16_f16(vcvt_f16_f32(vld1q_f32(src + i))));
+        for (; i < n; ++i) dst[i] = to_float16(src[i]);
+    }
+};
+
 }  // namespace
 
 // Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
@@ -69,6 +94,7 @@ constexpr KernelSet neon_kernels{"neon", "NEON (Advanced SIMD)", &runs_neon,
                                  Tuning{256, 128, int64_t(512) * 512 * 512, 16}, kernels::kernel_table<NeonF32, 8, 3>(),
                                  kernels::kernel_table<NeonF64, 8, 3>(),
                                  // No aarch64 machine to measure a skinny tile on: reuse the main one.
-                                 kernels::kernel_table<NeonF32, 8, 3>(), kernels::kernel_table<NeonF64, 8, 3>()};
+                                 kernels::kernel_table<NeonF32, 8, 3>(), kernels::kernel_table<NeonF64, 8, 3>(),
+                                 kernels::lowp_kernels<NeonF32, NeonBf16, NeonF16, NeonNarrow, 8, 3>()};
 
 }  // namespace fastgemm

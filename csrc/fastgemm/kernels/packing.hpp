@@ -65,5 +65,69 @@ void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t
     }
 }
 
+// Packers for 2-byte inputs (bfloat16, float16) into float32 slivers: the same slivers as
+// pack_a / pack_b of the float32 table, each element widened on the way (exactly: every
+// bfloat16 and float16 value is a float32 value). V: the float32 vector traits. C: the
+// conversion traits of the kernel file, C::S the storage type, C::load(p) W elements at p
+// widened to a V::reg, C::one(x) one element widened.
+template <typename V, typename C, int MR>
+void pack_a_cvt(int64_t mc, int64_t kc, const typename C::S* a, int64_t rsa, int64_t csa, float* ap) {
+    constexpr int W = V::W;
+    for (int64_t i0 = 0; i0 < mc; i0 += MR, ap += MR * kc) {
+        const typename C::S* a0 = a + i0 * rsa;
+        const int64_t rows = mc - i0 < MR ? mc - i0 : MR;
+        if (rows == MR && csa == 1) {
+            // Rows contiguous along k: widen W steps at a time, then write the sliver's columns.
+            const int64_t kv = kc / W * W;
+            for (int i = 0; i < MR; ++i) {
+                const typename C::S* ar = a0 + i * rsa;
+                float t[W];
+                for (int64_t p = 0; p < kv; p += W) {
+                    V::storeu(t, C::load(ar + p));
+                    for (int l = 0; l < W; ++l) ap[(p + l) * MR + i] = t[l];
+                }
+                for (int64_t p = kv; p < kc; ++p) ap[p * MR + i] = C::one(ar[p]);
+            }
+        } else if (rows == MR && rsa == 1) {
+            for (int64_t p = 0; p < kc; ++p) {
+                const typename C::S* ac = a0 + p * csa;
+#pragma GCC unroll 16
+                for (int i = 0; i < MR; ++i) ap[p * MR + i] = C::one(ac[i]);
+            }
+        } else {
+            for (int64_t p = 0; p < kc; ++p)
+                for (int i = 0; i < MR; ++i) ap[p * MR + i] = i < rows ? C::one(a0[i * rsa + p * csa]) : 0.0f;
+        }
+    }
+}
+
+template <typename V, typename C, int NR>
+void pack_b_cvt(int64_t kc, int64_t nc, const typename C::S* b, int64_t rsb, int64_t csb, float* bp, int64_t s0,
+                int64_t s1) {
+    constexpr int W = V::W;
+    static_assert(NR % W == 0, "a sliver is whole vectors");
+    for (int64_t s = s0; s < s1; ++s) {
+        const int64_t j0 = s * NR;
+        const int64_t cols = nc - j0 < NR ? nc - j0 : NR;
+        const typename C::S* b0 = b + j0 * csb;
+        float* dst = bp + s * NR * kc;
+        if (cols == NR && csb == 1) {
+            for (int64_t p = 0; p < kc; ++p) {
+                const typename C::S* br = b0 + p * rsb;
+#pragma GCC unroll 8
+                for (int j = 0; j < NR; j += W) V::storeu(dst + p * NR + j, C::load(br + j));
+            }
+        } else if (cols == NR && rsb == 1) {
+            for (int j = 0; j < NR; ++j) {
+                const typename C::S* bc = b0 + j * csb;
+                for (int64_t p = 0; p < kc; ++p) dst[p * NR + j] = C::one(bc[p]);
+            }
+        } else {
+            for (int64_t p = 0; p < kc; ++p)
+                for (int j = 0; j < NR; ++j) dst[p * NR + j] = j < cols ? C::one(b0[p * rsb + j * csb]) : 0.0f;
+        }
+    }
+}
+
 }  // namespace kernels
 }  // namespace fastgemm

@@ -16,6 +16,7 @@
 
 #include "../kernel.hpp"
 #include "gemv.hpp"
+#include "lowp.hpp"
 #include "microkernel.hpp"
 #include "packing.hpp"
 #include "small.hpp"

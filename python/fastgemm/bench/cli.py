@@ -25,6 +25,22 @@ class UsageError(Exception):
     """A mistake in the command line: one line on stderr, exit code 2."""
 
 
+def _dtypes(text: str) -> str:
+    """--dtype: 'all' or a comma-separated list of known dtypes (kept as the string)."""
+    if text == "all":
+        return text
+    from . import suite
+
+    known = suite.DTYPES + suite.LOWP_DTYPES
+    items = [t.strip() for t in text.split(",")]
+    bad = [t for t in items if t not in known]
+    if bad or not items:
+        raise argparse.ArgumentTypeError(
+            f"unknown dtype {', '.join(bad) or text!r}; choose from {', '.join(known)}, all"
+        )
+    return ",".join(dict.fromkeys(items))
+
+
 def _positive_int(text: str) -> int:
     try:
         v = int(text)
@@ -69,9 +85,11 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
     )
     b.add_argument(
         "--dtype",
-        choices=("float32", "float64", "all"),
-        help="only this dtype, or every case in both (default: the suite's choice: "
-        "both, LLM shapes float32 only; --shapes: both)",
+        type=_dtypes,
+        metavar="LIST",
+        help="comma-separated dtypes from float32, float64, bfloat16, float16 (2-byte inputs, "
+        "float32 accumulation; bfloat16 needs ml_dtypes), or all (float32 and float64) "
+        "(default: the suite's choice: float32 and float64, LLM shapes float32 only; --shapes: both)",
     )
     b.add_argument(
         "--threads",
@@ -258,7 +276,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str], cases: list[Any], output
     pinning = machine.BlasPinning(threads)
     fg.set_num_threads(threads)  # after the pinning, which also sets every OpenMP runtime's default
     try:
-        dtypes = [dt for dt in suite.DTYPES if any(c.dtype == dt for c in cases)]
+        dtypes = [dt for dt in suite.DTYPES + suite.LOWP_DTYPES if any(c.dtype == dt for c in cases)]
         peaks = bm.fma_peaks(kernel, dtypes)
         desc = machine.describe(libs, missing, threads, pinning, peaks)
         date = datetime.datetime.now().astimezone().isoformat(timespec="seconds")

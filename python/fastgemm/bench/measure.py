@@ -29,12 +29,16 @@ import numpy as np
 import fastgemm as fg
 
 from .. import _core
-from .suite import Case
+from .suite import LOWP_DTYPES, Case
 
 MIN_SAMPLE_S = 2e-3
 MIN_REPEATS, MAX_REPEATS = 3, 50
 PEAK_SECONDS = 0.3
 SETTLE_S = 0.15
+
+
+# NumPy's float16 loop takes ~0.3 s at 512^3 and minutes at 2048^3.
+NUMPY_F16_MAX_FLOPS = 2 * 512**3
 
 
 class Unsupported(Exception):
@@ -51,7 +55,7 @@ class FastGemm:
         fg.set_num_threads(threads)
 
     def prepare(self, case, a, b):
-        if case.batch:
+        if case.batch or case.dtype in LOWP_DTYPES:  # 2-byte: NumPy's result dtype, as np.matmul
             return lambda: fg.matmul(a, b)
         gemm = fg.sgemm if case.dtype == "float32" else fg.dgemm
         return lambda: gemm(a, b)
@@ -64,6 +68,11 @@ class NumPy:
         self.threads = threads
 
     def prepare(self, case, a, b):
+        if case.dtype == "float16" and case.flops > NUMPY_F16_MAX_FLOPS:
+            raise Unsupported(
+                "NumPy's float16 matmul is a scalar loop (~0.5 GFLOP/s): not timed above 512^3; "
+                "time 512^3 or smaller and scale"
+            )
         return lambda: np.matmul(a, b)
 
 
@@ -217,10 +226,12 @@ def check_result(case, a, b, c, rng):
     Big products are checked on a sample of rows (the first and last tile rows, where edge
     handling lives, plus random ones) so the guard costs a small part of the measurement.
     """
-    f32 = case.dtype == "float32"
+    f32 = case.dtype != "float64"  # 2-byte inputs accumulate in float32
     # float64 is checked against numpy's float64 product, which carries an error of its own
     # of the same order, hence the larger constant.
     const, u = (2.0, 2.0**-24) if f32 else (4.0, 2.0**-53)
+    # A float16 result is rounded once more (bfloat16 products give float32).
+    u_out = 2.0**-11 if case.dtype == "float16" else 0.0
     if case.batch:
         idx = sorted({0, case.batch // 2, case.batch - 1})
         a, b, c = a[idx], b[idx], c[idx]
@@ -232,7 +243,7 @@ def check_result(case, a, b, c, rng):
         a, c = a[:, rows], c[:, rows]
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     ref = np.matmul(a64, b64)
-    bound = const * case.k * u * np.matmul(np.abs(a64), np.abs(b64))
+    bound = const * case.k * u * np.matmul(np.abs(a64), np.abs(b64)) + u_out * np.abs(ref)
     err = np.abs(c.astype(np.float64) - ref)
     finite = bool(np.isfinite(c).all())
     worst = float(np.max(err / np.maximum(bound, np.finfo(np.float64).tiny))) if err.size else 0.0

@@ -12,6 +12,21 @@ from dataclasses import dataclass
 import numpy as np
 
 DTYPES = ("float32", "float64")
+# 2-byte inputs (float32 accumulation), only when asked for: --dtype bfloat16,float16.
+# bfloat16 is ml_dtypes' dtype (imported only when a bfloat16 case is built).
+LOWP_DTYPES = ("bfloat16", "float16")
+
+
+def np_dtype(name):
+    """The NumPy dtype of a suite dtype name (bfloat16 through ml_dtypes)."""
+    if name == "bfloat16":
+        try:
+            import ml_dtypes  # type: ignore[import-not-found, import-untyped, unused-ignore]
+        except ImportError:
+            raise RuntimeError("bfloat16 cases need ml_dtypes: pip install 'fastgemm[bf16]'") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
 
 # How op(A) and op(B) sit in memory. The contiguous layout is what most users pass; the
 # others are views fastgemm must read in place (transposes are swapped strides, a step is a
@@ -75,7 +90,7 @@ def _both(dtype_choice, default):
         return default
     if dtype_choice == "all":
         return DTYPES
-    return (dtype_choice,)
+    return tuple(dtype_choice.split(","))
 
 
 def full_suite(dtype_choice=None):
@@ -139,11 +154,12 @@ def parse_shapes(text, dtype_choice=None):
 
 def operands(case, rng):
     """(a, b) for one case, laid out as case.layout says; op(a) @ op(b) is m x n."""
-    dt = np.dtype(case.dtype)
+    dt = np_dtype(case.dtype)
     m, n, k = case.m, case.n, case.k
 
     def rand(*shape):
-        return rng.uniform(-1.0, 1.0, size=shape).astype(dt, copy=False)
+        x = rng.uniform(-1.0, 1.0, size=shape)
+        return (x if dt.itemsize > 2 else x.astype(np.float32)).astype(dt, copy=False)
 
     if case.batch:
         return rand(case.batch, m, k), rand(case.batch, k, n)
