@@ -48,14 +48,20 @@ void note_team(int threads) {
 // A busy machine (other processes on every core): a thread of ours that is not running when
 // its team starts, or that is preempted, holds every other one at the next barrier for a
 // scheduler time slice, which is worth thousands of small products. When a team's threads
-// start late, products up to kContendedMaxWork multiply-adds run on one thread for a while,
-// and the while doubles (up to kSoloMaxNs) each time a later team finds the machine still
-// busy; see docs/DESIGN.md, "Threads on a busy machine".
+// start late, for a while a product of at most kContendedMaxWork multiply-adds runs on one
+// thread if the delay seen is more than half its one-thread time (two threads would then take
+// longer than one), and
+// the while doubles (up to kSoloMaxNs) each time a later team finds the machine still busy;
+// see docs/DESIGN.md, "Threads on a busy machine".
 constexpr int64_t kLateStartNs = 200'000;
-constexpr double kContendedMaxWork = double(int64_t(1) << 30);
-constexpr int64_t kSoloMinNs = 50'000'000, kSoloMaxNs = 1'600'000'000;
-std::atomic<int64_t> g_solo_until{0};  // steady-clock ns until which small products run alone
+constexpr double kNsPerMultiplyAdd = 1.0 / 50.0;  // a conservative 50 G multiply-adds/s per core
+// Larger products keep their threads: next to another library's spinning thread pool (which
+// also delays a team's start) they still gain from them.
+constexpr double kContendedMaxWork = double(int64_t(1) << 25);
+constexpr int64_t kSoloMinNs = 5'000'000, kSoloMaxNs = 1'280'000'000;
+std::atomic<int64_t> g_solo_until{0};  // steady-clock ns until which delayed teams are avoided
 std::atomic<int64_t> g_solo_ns{kSoloMinNs};
+std::atomic<int64_t> g_late_ns{0};  // how late the last delayed team started
 
 int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -73,7 +79,9 @@ class StartWatch {
         }
     }
     ~StartWatch() {
-        if (latest_.load(std::memory_order_relaxed) > kLateStartNs) {
+        const int64_t late = latest_.load(std::memory_order_relaxed);
+        if (late > kLateStartNs) {
+            g_late_ns.store(late, std::memory_order_relaxed);
             const int64_t solo = g_solo_ns.load(std::memory_order_relaxed);
             g_solo_until.store(now_ns() + solo, std::memory_order_relaxed);
             g_solo_ns.store(std::min(2 * solo, kSoloMaxNs), std::memory_order_relaxed);
@@ -124,7 +132,10 @@ int threads_for(int64_t m, int64_t n, int64_t k) {
     const double by_work =
         std::min(work / double(kMinWorkPerThread), double(m) * double(n) / double(kMinAreaPerThread));
     if (by_work < 2) return 1;
-    if (work <= kContendedMaxWork && now_ns() < g_solo_until.load(std::memory_order_relaxed)) return 1;
+    if (work <= kContendedMaxWork &&
+        work * kNsPerMultiplyAdd < 2.0 * double(g_late_ns.load(std::memory_order_relaxed)) &&
+        now_ns() < g_solo_until.load(std::memory_order_relaxed))
+        return 1;
     return by_work >= cap ? cap : int(by_work);
 #else
     (void)m, (void)n, (void)k;
