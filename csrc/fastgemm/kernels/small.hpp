@@ -135,8 +135,11 @@ void square_fixed(typename V::T alpha, const typename V::T* a, int64_t rsa, int6
 
 // A tiny N x N x N product narrower than one vector, in scalar code the compiler unrolls whole
 // (fused multiply-adds in the same order as the vector kernels, so the same result).
-template <typename T, int N>
-void square_tiny(T alpha, const T* a, int64_t rsa, int64_t csa, const T* b, int64_t rsb, T beta, T* c, int64_t rsc) {
+// Templated on V like every kernel template (the ISA files' copies must not share a symbol).
+template <typename V, int N>
+void square_tiny(typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa, const typename V::T* b,
+                 int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
+    using T = typename V::T;
     T acc[N][N] = {};
     for (int p = 0; p < N; ++p)
         for (int i = 0; i < N; ++i)
@@ -167,10 +170,10 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
     if (m == n && n == k && csa == 1) {
         switch (n) {
             case 2:
-                if constexpr (W > 2) FASTGEMM_EACH((square_tiny<T, 2>));
+                if constexpr (W > 2) FASTGEMM_EACH((square_tiny<V, 2>));
                 break;
             case 3:
-                if constexpr (W > 3) FASTGEMM_EACH((square_tiny<T, 3>));
+                if constexpr (W > 3) FASTGEMM_EACH((square_tiny<V, 3>));
                 break;
             case 4:
                 if constexpr (4 % W == 0) FASTGEMM_EACH((square_fixed<V, 4, PV>));
