@@ -25,7 +25,7 @@ std::atomic<bool> g_single_after_fork{false};
 
 // Per-thread work below which another thread costs more than it saves; see docs/DESIGN.md,
 // "Thread thresholds".
-constexpr int64_t kMinWorkPerThread = int64_t(1) << 21;
+constexpr int64_t kMinWorkPerThread = int64_t(1) << 20;
 // The driver's threads meet at two barriers per KC step: each must own this much of C.
 constexpr int64_t kMinAreaPerThread = 32 * 32;
 
@@ -50,9 +50,8 @@ void note_team(int threads) {
 // scheduler time slice, which is worth thousands of small products. When a team's threads
 // start late, for a while a product of at most kContendedMaxWork multiply-adds runs on one
 // thread if the delay seen is more than half its one-thread time (two threads would then take
-// longer than one), and
-// the while doubles (up to kSoloMaxNs) each time a later team finds the machine still busy;
-// see docs/DESIGN.md, "Threads on a busy machine".
+// longer than one); the while doubles (up to kSoloMaxNs) while late starts go on; see
+// docs/DESIGN.md, "Threads on a busy machine".
 constexpr int64_t kLateStartNs = 200'000;
 constexpr double kNsPerMultiplyAdd = 1.0 / 50.0;  // a conservative 50 G multiply-adds/s per core
 // Larger products keep their threads: next to another library's spinning thread pool (which
@@ -62,6 +61,10 @@ constexpr int64_t kSoloMinNs = 5'000'000, kSoloMaxNs = 1'280'000'000;
 std::atomic<int64_t> g_solo_until{0};  // steady-clock ns until which delayed teams are avoided
 std::atomic<int64_t> g_solo_ns{kSoloMinNs};
 std::atomic<int64_t> g_late_ns{0};  // how late the last delayed team started
+// A neighbour's spinning thread pool (OpenBLAS spins ~0.1 s after each call) delays teams only
+// for a while: the windows grow only once late starts have gone on for longer than that.
+constexpr int64_t kStreakBeforeGrowthNs = 250'000'000;
+std::atomic<int64_t> g_streak_start{0};  // when the current run of delayed teams began, 0: none
 
 int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -81,11 +84,16 @@ class StartWatch {
     ~StartWatch() {
         const int64_t late = latest_.load(std::memory_order_relaxed);
         if (late > kLateStartNs) {
+            const int64_t now = now_ns();
+            int64_t streak = g_streak_start.load(std::memory_order_relaxed);
+            if (streak == 0) g_streak_start.store(streak = now, std::memory_order_relaxed);
             g_late_ns.store(late, std::memory_order_relaxed);
             const int64_t solo = g_solo_ns.load(std::memory_order_relaxed);
-            g_solo_until.store(now_ns() + solo, std::memory_order_relaxed);
-            g_solo_ns.store(std::min(2 * solo, kSoloMaxNs), std::memory_order_relaxed);
+            g_solo_until.store(now + solo, std::memory_order_relaxed);
+            if (now - streak > kStreakBeforeGrowthNs)
+                g_solo_ns.store(std::min(2 * solo, kSoloMaxNs), std::memory_order_relaxed);
         } else {
+            g_streak_start.store(0, std::memory_order_relaxed);
             g_solo_ns.store(kSoloMinNs, std::memory_order_relaxed);
         }
     }
