@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core, _lowp
-from ._layout import native_ok, self_overlaps
+from ._layout import native_ok, readable_beside
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -104,26 +104,7 @@ def _gemm(
         if not isinstance(c, np.ndarray):
             raise TypeError(f"{fn}: c must be a numpy.ndarray, got {type(c).__name__}")
         _as_matrix(c, "c", dtype, fn)
-        if c.shape != (m, n):
-            raise ValueError(f"{fn}: c has shape {c.shape}, but op(a) {opa.shape} @ op(b) {opb.shape} gives {(m, n)}")
-        if not c.flags.writeable:
-            raise ValueError(f"{fn}: c is read-only")
-        # Two elements of C at one address would be written by whichever thread came last
-        # (BLAS refuses such a C too: ldc < m).
-        if self_overlaps(c):
-            raise ValueError(f"{fn}: c's elements overlap each other (shape {c.shape}, strides {c.strides})")
-        # The core reads A and B while writing C: an input that shares memory with C is
-        # copied first, so the result is what separate arrays would give.
-        if np.may_share_memory(c, opa):
-            opa = opa.copy()
-        if np.may_share_memory(c, opb):
-            opb = opb.copy()
-    # np.ascontiguousarray would return a misaligned or odd-strided array unchanged when
-    # numpy deems it contiguous (always so for a 1 x 1), so copy into fresh memory instead.
-    if not native_ok(opa):
-        opa = opa.copy(order="C")
-    if not native_ok(opb):
-        opb = opb.copy(order="C")
+    opa, opb = readable_beside(c, opa, opb, fn)
     if native_ok(c):
         _NATIVE[dtype](opa, opb, c, alpha, beta)
     else:

@@ -60,3 +60,31 @@ def may_self_overlap(x: np.ndarray) -> bool:
             return True
         extent += s * (d - 1)
     return False
+
+
+def readable_beside(c: np.ndarray, opa: np.ndarray, opb: np.ndarray, fn: str) -> tuple[np.ndarray, np.ndarray]:
+    """Check ``c`` as the output of op(a) @ op(b) (shape, writable, no element twice) and return
+    op(a), op(b) as the core may read them while it writes ``c``: copies where they share
+    memory with ``c`` (the result is then what separate arrays give) or where the core cannot
+    address them in place (misaligned data, strides that are not whole elements)."""
+    m, n = opa.shape[0], opb.shape[1]
+    if c.shape != (m, n):
+        raise ValueError(f"{fn}: c has shape {c.shape}, but op(a) {opa.shape} @ op(b) {opb.shape} gives {(m, n)}")
+    if not c.flags.writeable:
+        raise ValueError(f"{fn}: c is read-only")
+    # Two elements of C at one address would be written by whichever thread came last (BLAS
+    # refuses such a C too: ldc < m).
+    if self_overlaps(c):
+        raise ValueError(f"{fn}: c's elements overlap each other (shape {c.shape}, strides {c.strides})")
+    if np.may_share_memory(c, opa):
+        opa = opa.copy()
+    if np.may_share_memory(c, opb):
+        opb = opb.copy()
+    return addressable(opa), addressable(opb)
+
+
+def addressable(x: np.ndarray) -> np.ndarray:
+    """``x``, or a C-ordered copy in fresh memory when the core cannot index it in place
+    (np.ascontiguousarray would return a misaligned or odd-strided array unchanged when NumPy
+    deems it contiguous, always so for a 1 x 1)."""
+    return x if native_ok(x) else x.copy(order="C")

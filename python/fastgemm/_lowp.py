@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _core
-from ._layout import may_self_overlap, native_ok, self_overlaps
+from ._layout import may_self_overlap, native_ok, readable_beside
 
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
@@ -174,20 +174,7 @@ def gemm(
             raise TypeError(f"{fn}: with {dt} a and b, c must be float32 or {dt}, got {c.dtype}")
         if c.ndim != 2:
             raise ValueError(f"{fn}: c must be a 2-D array, got {c.ndim}-D with shape {c.shape}")
-        if c.shape != (m, n):
-            raise ValueError(f"{fn}: c has shape {c.shape}, but op(a) {opa.shape} @ op(b) {opb.shape} gives {(m, n)}")
-        if not c.flags.writeable:
-            raise ValueError(f"{fn}: c is read-only")
-        if self_overlaps(c):
-            raise ValueError(f"{fn}: c's elements overlap each other (shape {c.shape}, strides {c.strides})")
-        if np.may_share_memory(c, opa):
-            opa = opa.copy()
-        if np.may_share_memory(c, opb):
-            opb = opb.copy()
-    if not native_ok(opa):
-        opa = opa.copy(order="C")
-    if not native_ok(opb):
-        opb = opb.copy(order="C")
+    opa, opb = readable_beside(c, opa, opb, fn)
     if c.dtype == _F32 and native_ok(c):
         _core.gemm_lowp(opa, opb, c, alpha, beta)
     else:
