@@ -15,34 +15,14 @@ template <typename T>
 void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const std::vector<BatchAxis>& batch) {
     check_product(a, b, c, "batched gemm");
 
-    // Axes of length 1 select nothing; an empty axis means there is nothing to do.
-    std::vector<BatchAxis> axes;
-    int64_t count = 1;
-    int64_t reach_a = extent(a), reach_b = extent(b), reach_c = extent(c);
-    for (const BatchAxis& ax : batch) {
-        if (ax.size < 0) throw std::invalid_argument("batched gemm: negative batch size");
-        if (ax.size == 0) return;
-        if (ax.size == 1) continue;
-        count = checked_mul(count, ax.size);
-        reach_a = checked_add(reach_a, checked_mul(ax.size - 1, abs64(ax.a)));
-        reach_b = checked_add(reach_b, checked_mul(ax.size - 1, abs64(ax.b)));
-        reach_c = checked_add(reach_c, checked_mul(ax.size - 1, abs64(ax.c)));
-        axes.push_back(ax);
-    }
+    Stack st = read_stack(a, b, c, batch);
+    const int64_t count = st.count;
+    if (count == 0) return;
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     if (m == 0 || n == 0) return;
     // After the empty cases: NumPy gives an empty array zero strides.
     if (overlaps_itself(c)) throw std::invalid_argument("batched gemm: C's elements overlap each other");
-
-    // Neighbouring axes that step every operand evenly are one axis: a C-ordered stack is one
-    // run of items however many batch dimensions it has.
-    for (size_t d = axes.size(); d-- > 1;) {
-        BatchAxis &outer = axes[d - 1], &inner = axes[d];
-        if (outer.a == inner.a * inner.size && outer.b == inner.b * inner.size && outer.c == inner.c * inner.size) {
-            inner.size *= outer.size;
-            axes.erase(axes.begin() + std::ptrdiff_t(d - 1));
-        }
-    }
+    std::vector<BatchAxis>& axes = st.axes;
     if (axes.empty()) axes.push_back({1, 0, 0, 0});
     const BatchAxis& in = axes.back();
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <stdexcept>
 #include <vector>
 
 #include "gemm.hpp"
@@ -32,6 +33,38 @@ bool c_disjoint(const View<T>& c, std::vector<BatchAxis> axes) {
         covered = checked_add(covered, checked_mul(ax.size - 1, abs64(ax.c)));
     }
     return true;
+}
+
+// The axes of a stack that select anything (length > 1), neighbours that step every operand
+// evenly merged into one (a C-ordered stack is one run however many batch dimensions it has),
+// with the number of items: 0 when an axis is empty. Throws std::invalid_argument for a
+// negative length and std::overflow_error when an item cannot be indexed with 64-bit integers.
+struct Stack {
+    std::vector<BatchAxis> axes;
+    int64_t count;
+};
+template <typename A, typename B, typename C>
+Stack read_stack(const A& a, const B& b, const C& c, const std::vector<BatchAxis>& batch) {
+    Stack st{{}, 1};
+    int64_t reach_a = extent(a), reach_b = extent(b), reach_c = extent(c);
+    for (const BatchAxis& ax : batch) {
+        if (ax.size < 0) throw std::invalid_argument("batched gemm: negative batch size");
+        if (ax.size == 0) return {{}, 0};
+        if (ax.size == 1) continue;
+        st.count = checked_mul(st.count, ax.size);
+        reach_a = checked_add(reach_a, checked_mul(ax.size - 1, abs64(ax.a)));
+        reach_b = checked_add(reach_b, checked_mul(ax.size - 1, abs64(ax.b)));
+        reach_c = checked_add(reach_c, checked_mul(ax.size - 1, abs64(ax.c)));
+        st.axes.push_back(ax);
+    }
+    for (size_t d = st.axes.size(); d-- > 1;) {
+        BatchAxis &outer = st.axes[d - 1], &inner = st.axes[d];
+        if (outer.a == inner.a * inner.size && outer.b == inner.b * inner.size && outer.c == inner.c * inner.size) {
+            inner.size *= outer.size;
+            st.axes.erase(st.axes.begin() + std::ptrdiff_t(d - 1));
+        }
+    }
+    return st;
 }
 
 // The views describe item 0 of the stack; item (i0, i1, ...) starts at

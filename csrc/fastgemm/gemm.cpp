@@ -16,16 +16,6 @@
 namespace fastgemm {
 namespace {
 
-template <typename T>
-void scale(T beta, View<T> c) {
-    if (beta == T(1)) return;
-    for (int64_t i = 0; i < c.rows; ++i)
-        for (int64_t j = 0; j < c.cols; ++j) {
-            T& x = c.data[i * c.rs + j * c.cs];
-            x = beta == T(0) ? T(0) : beta * x;  // beta == 0 must not propagate NaN from C
-        }
-}
-
 // One row or one column of C is a matrix-vector product: memory-bound on the matrix, which
 // the blocked path would pack (a full extra pass) and then feed through 1/MR of a tile.
 // Streams the matrix once instead, when the vector and output strides allow vector loads.
@@ -128,11 +118,7 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
 
 template <typename T>
 void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
-    check_product(a, b, c, "gemm");
-    if (overlaps_itself(c))
-        throw std::invalid_argument(
-            "gemm: C's elements overlap each other (a zero or repeating stride); "
-            "C must have one element per (row, column), as BLAS needs ldc >= m");
+    check_single(a, b, c);
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     if (m == 0 || n == 0) return;
     if (alpha == T(0) || k == 0) {

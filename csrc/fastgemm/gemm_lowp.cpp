@@ -1,7 +1,6 @@
 #include "gemm_lowp.hpp"
 
 #include <algorithm>
-#include <cfenv>
 #include <cstdint>
 #include <stdexcept>
 #include <utility>
@@ -9,6 +8,7 @@
 #include "blocking.hpp"
 #include "dispatch.hpp"
 #include "driver.hpp"
+#include "paths.hpp"
 #include "scratch.hpp"
 #include "threading.hpp"
 
@@ -24,24 +24,6 @@ const LowpTable<bfloat16_t>& lowp_table<bfloat16_t>(const KernelSet& ks) {
 template <>
 const LowpTable<float16_t>& lowp_table<float16_t>(const KernelSet& ks) {
     return ks.lowp.f16;
-}
-
-void scale(float beta, View<float> c) {
-    if (beta == 1.0f) return;
-    for (int64_t i = 0; i < c.rows; ++i)
-        for (int64_t j = 0; j < c.cols; ++j) {
-            float& x = c.data[i * c.rs + j * c.cs];
-            x = beta == 0.0f ? 0.0f : beta * x;  // beta == 0 must not propagate NaN from C
-        }
-}
-
-bool has_nan(View<float> c) {
-    for (int64_t i = 0; i < c.rows; ++i)
-        for (int64_t j = 0; j < c.cols; ++j) {
-            const float x = c.data[i * c.rs + j * c.cs];
-            if (x != x) return true;
-        }
-    return false;
 }
 
 // One row or one column of C: the 2-byte matrix streamed once, widened as it is read (half
@@ -103,40 +85,25 @@ void compute(float alpha, View<const S> a, View<const S> b, float beta, View<flo
 
 template <typename S>
 void gemm_lowp(float alpha, View<const S> a, View<const S> b, float beta, View<float> c) {
-    check_product(a, b, c, "gemm");
-    if (overlaps_itself(c))
-        throw std::invalid_argument(
-            "gemm: C's elements overlap each other (a zero or repeating stride); "
-            "C must have one element per (row, column), as BLAS needs ldc >= m");
+    check_single(a, b, c);
     if (c.rows == 0 || c.cols == 0) return;
     if (alpha == 0.0f || a.cols == 0) {
         scale(beta, c);
         return;
     }
-    // As gemm(): a FE_INVALID raised only by padding lanes (inf * 0) is cleared.
-    const bool invalid_before = std::fetestexcept(FE_INVALID) != 0;
+    const PaddingFlags flags;
     compute<S>(alpha, a, b, beta, c);
-    if (!invalid_before && std::fetestexcept(FE_INVALID) && !has_nan(c)) std::feclearexcept(FE_INVALID);
+    flags.settle([&] { return has_nan(c); });
 }
 
 template <typename S>
 void gemm_lowp_batched(float alpha, View<const S> a, View<const S> b, float beta, View<float> c,
                        const std::vector<BatchAxis>& batch) {
     check_product(a, b, c, "batched gemm");
-    std::vector<BatchAxis> axes;
-    int64_t count = 1;
-    int64_t reach_a = extent(a), reach_b = extent(b), reach_c = extent(c);
-    for (const BatchAxis& ax : batch) {
-        if (ax.size < 0) throw std::invalid_argument("batched gemm: negative batch size");
-        if (ax.size == 0) return;
-        if (ax.size == 1) continue;
-        count = checked_mul(count, ax.size);
-        // Every item must be indexable: the reach of the matrix plus every axis.
-        reach_a = checked_add(reach_a, checked_mul(ax.size - 1, abs64(ax.a)));
-        reach_b = checked_add(reach_b, checked_mul(ax.size - 1, abs64(ax.b)));
-        reach_c = checked_add(reach_c, checked_mul(ax.size - 1, abs64(ax.c)));
-        axes.push_back(ax);
-    }
+    const Stack st = read_stack(a, b, c, batch);
+    const std::vector<BatchAxis>& axes = st.axes;
+    const int64_t count = st.count;
+    if (count == 0) return;
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     if (m == 0 || n == 0) return;
     if (overlaps_itself(c)) throw std::invalid_argument("batched gemm: C's elements overlap each other");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cfenv>
+#include <stdexcept>
 
 #include "kernel.hpp"
 #include "view.hpp"
@@ -68,6 +69,28 @@ class PaddingFlags {
    private:
     bool invalid_before_;
 };
+
+// C = beta * C without a product (alpha == 0 or k == 0); beta == 0 does not keep NaN from C.
+template <typename T>
+void scale(T beta, View<T> c) {
+    if (beta == T(1)) return;
+    for (int64_t i = 0; i < c.rows; ++i)
+        for (int64_t j = 0; j < c.cols; ++j) {
+            T& x = c.data[i * c.rs + j * c.cs];
+            x = beta == T(0) ? T(0) : beta * x;
+        }
+}
+
+// The checks every single-product entry makes before anything is written: shapes and index
+// ranges (check_product), and a C with one element per (row, column), as BLAS needs ldc >= m.
+template <typename A, typename B, typename C>
+void check_single(const A& a, const B& b, const C& c) {
+    check_product(a, b, c, "gemm");
+    if (overlaps_itself(c))
+        throw std::invalid_argument(
+            "gemm: C's elements overlap each other (a zero or repeating stride); "
+            "C must have one element per (row, column), as BLAS needs ldc >= m");
+}
 
 template <typename T>
 bool has_nan(View<T> c) {

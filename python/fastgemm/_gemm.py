@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core, _lowp
-from ._layout import native_ok, readable_beside
+from ._layout import native_ok, new_or_given_c, readable_beside
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -91,24 +91,15 @@ def _gemm(
     beta = _scalar(beta, "beta", fn)
     opa = a.T if _trans(trans_a, "trans_a", fn) else a
     opb = b.T if _trans(trans_b, "trans_b", fn) else b
-    (m, k), (kb, n) = opa.shape, opb.shape
-    if k != kb:
-        raise ValueError(
-            f"{fn}: op(a) has shape {opa.shape} and op(b) has shape {opb.shape}; inner dimensions {k} and {kb} differ"
-        )
-    if c is None:
-        if beta != 0.0:
-            raise ValueError(f"{fn}: beta={beta} scales c, but no c was given")
-        c = np.empty((m, n), dtype=dtype)
-    else:
-        if not isinstance(c, np.ndarray):
-            raise TypeError(f"{fn}: c must be a numpy.ndarray, got {type(c).__name__}")
+    given = c is not None
+    c = new_or_given_c(opa, opb, c, beta, dtype, fn)
+    if given:
         _as_matrix(c, "c", dtype, fn)
     opa, opb = readable_beside(c, opa, opb, fn)
     if native_ok(c):
         _NATIVE[dtype](opa, opb, c, alpha, beta)
     else:
-        tmp = c.copy(order="C") if beta != 0.0 else np.empty((m, n), dtype=dtype)
+        tmp = c.copy(order="C") if beta != 0.0 else np.empty(c.shape, dtype=dtype)
         _NATIVE[dtype](opa, opb, tmp, alpha, beta)
         c[...] = tmp
     return c

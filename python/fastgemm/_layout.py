@@ -1,4 +1,5 @@
-"""Memory-layout predicates shared by the native API, matmul and the SciPy shim.
+"""Memory-layout predicates shared by the native API, matmul and the SciPy shim, and the
+output checks sgemm / dgemm and the 2-byte gemm share.
 
 The core indexes whole elements through aligned pointers, so an operand it reads or writes
 in place must be aligned with strides that are whole multiples of its item size; anything
@@ -8,6 +9,7 @@ else is copied first.
 from __future__ import annotations
 
 from math import gcd
+from typing import Any
 
 import numpy as np
 
@@ -60,6 +62,25 @@ def may_self_overlap(x: np.ndarray) -> bool:
             return True
         extent += s * (d - 1)
     return False
+
+
+def new_or_given_c(
+    opa: np.ndarray, opb: np.ndarray, c: object, beta: float, dtype: np.dtype[Any], fn: str
+) -> np.ndarray:
+    """op(a) and op(b) checked to fit each other; a new ``dtype`` C when ``c`` is None (beta must
+    then be 0), else ``c`` itself once it is known to be an ndarray (its dtype is the caller's)."""
+    (m, k), (kb, n) = opa.shape, opb.shape
+    if k != kb:
+        raise ValueError(
+            f"{fn}: op(a) has shape {opa.shape} and op(b) has shape {opb.shape}; inner dimensions {k} and {kb} differ"
+        )
+    if c is None:
+        if beta != 0.0:
+            raise ValueError(f"{fn}: beta={beta} scales c, but no c was given")
+        return np.empty((m, n), dtype=dtype)
+    if not isinstance(c, np.ndarray):
+        raise TypeError(f"{fn}: c must be a numpy.ndarray, got {type(c).__name__}")
+    return c
 
 
 def readable_beside(c: np.ndarray, opa: np.ndarray, opb: np.ndarray, fn: str) -> tuple[np.ndarray, np.ndarray]:

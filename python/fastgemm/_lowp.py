@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _core
-from ._layout import may_self_overlap, native_ok, readable_beside
+from ._layout import may_self_overlap, native_ok, new_or_given_c, readable_beside
 
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
@@ -158,18 +158,9 @@ def gemm(
             raise ValueError(f"{fn}: {name} must be a 2-D array, got {x.ndim}-D with shape {x.shape}")
     opa = a.T if trans_a else a
     opb = b.T if trans_b else b
-    (m, k), (kb, n) = opa.shape, opb.shape
-    if k != kb:
-        raise ValueError(
-            f"{fn}: op(a) has shape {opa.shape} and op(b) has shape {opb.shape}; inner dimensions {k} and {kb} differ"
-        )
-    if c is None:
-        if beta != 0.0:
-            raise ValueError(f"{fn}: beta={beta} scales c, but no c was given")
-        c = np.empty((m, n), dtype=_F32)
-    else:
-        if not isinstance(c, np.ndarray):
-            raise TypeError(f"{fn}: c must be a numpy.ndarray, got {type(c).__name__}")
+    given = c is not None
+    c = new_or_given_c(opa, opb, c, beta, _F32, fn)
+    if given:
         if c.dtype != _F32 and c.dtype != dt:
             raise TypeError(f"{fn}: with {dt} a and b, c must be float32 or {dt}, got {c.dtype}")
         if c.ndim != 2:
@@ -179,7 +170,7 @@ def gemm(
         _core.gemm_lowp(opa, opb, c, alpha, beta)
     else:
         # A 2-byte (or unaligned) C: computed in float32, rounded once on the way back.
-        tmp = c.astype(_F32, order="C") if beta != 0.0 else np.empty((m, n), dtype=_F32)
+        tmp = c.astype(_F32, order="C") if beta != 0.0 else np.empty(c.shape, dtype=_F32)
         _core.gemm_lowp(opa, opb, tmp, alpha, beta)
         c[...] = tmp
     return c
