@@ -15,6 +15,9 @@ struct Avx2F32 {
     using reg = __m256;
     using mask = __m256i;
     static constexpr int W = 8;
+    // The A sliver streams from L2 beside a B sliver that fills L1; see docs/DESIGN.md,
+    // "A prefetch".
+    static constexpr int kPrefetchA = 16;
     static reg zero() { return _mm256_setzero_ps(); }
     static reg set1(T x) { return _mm256_set1_ps(x); }
     static reg loadu(const T* p) { return _mm256_loadu_ps(p); }
@@ -33,6 +36,7 @@ struct Avx2F64 {
     using reg = __m256d;
     using mask = __m256i;
     static constexpr int W = 4;
+    static constexpr int kPrefetchA = 16;
     static reg zero() { return _mm256_setzero_pd(); }
     static reg set1(T x) { return _mm256_set1_pd(x); }
     static reg loadu(const T* p) { return _mm256_loadu_pd(p); }

@@ -6,11 +6,19 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../kernel.hpp"
 
 namespace fastgemm {
 namespace kernels {
+
+// How many k steps ahead the microkernel prefetches its A sliver: V::kPrefetchA where the ISA
+// file measured one, else 0 (no prefetch instruction).
+template <typename V, typename = void>
+constexpr int prefetch_a_steps = 0;
+template <typename V>
+constexpr int prefetch_a_steps<V, std::void_t<decltype(V::kPrefetchA)>> = V::kPrefetchA;
 
 template <typename V, int MR, int NV>
 void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda, const typename V::T* b, int64_t ldb,
@@ -30,6 +38,7 @@ void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda
             R bv[NV];
 #pragma GCC unroll 8
             for (int j = 0; j < NV; ++j) bv[j] = V::loadu(b + j * W);
+            if constexpr (prefetch_a_steps<V> > 0) __builtin_prefetch(a + prefetch_a_steps<V> * lda, 0, 3);
 #pragma GCC unroll 64
             for (int i = 0; i < MR; ++i) {
                 const R av = V::set1(a[i]);
