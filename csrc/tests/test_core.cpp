@@ -360,7 +360,7 @@ void padding_flags(const fastgemm::KernelSet& ks) {
 void kernel_lookup_and_threads() {
     for (const fastgemm::KernelSet* ks : fastgemm::compiled_kernels()) {
         const fastgemm::Tuning& t = ks->tuning;
-        report(&fastgemm::find_kernels(ks->name, false) == ks && t.direct_max_m > 0 && t.skinny_max_m > 0 &&
+        report(&fastgemm::find_kernels(ks->name, false) == ks && t.direct_max_m >= 0 && t.skinny_max_m >= 0 &&
                    t.small_max_work > 0 && t.head_min_slivers > 0,
                std::string("find_kernels and tuning of ") + ks->name);
     }

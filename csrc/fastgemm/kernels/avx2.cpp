@@ -1,8 +1,8 @@
 // AVX2 + FMA kernels (Haswell and later, Zen): compiled with -mavx2 -mfma -mf16c only (F16C
 // came with or before AVX2 on every Intel and AMD core; dispatch checks all three).
 // fp32 6 x 16 and fp64 6 x 8: 12 ymm accumulators, 2 for the B row, 1 broadcast, the shape
-// BLIS and OpenBLAS use on these cores (16 ymm registers in all). Skinny tiles 12 x 8 / 12 x 4:
-// 12 accumulators, one B vector, one broadcast.
+// BLIS and OpenBLAS use on these cores (16 ymm registers in all). B is always packed, so the
+// skinny tables are the main ones (see the Tuning below).
 #include <immintrin.h>
 
 #include "table.hpp"
@@ -87,16 +87,17 @@ struct Avx2Narrow {
 
 }  // namespace
 
-// The small-path cap was measured on Zen 3 ("Small products"); the other thresholds on Zen 4
-// AVX-512 only; see docs/DESIGN.md, "Measured decisions".
+// Measured on Zen 3: the small-path cap ("Small products") and B never read in place (a wide B
+// read in place ran at half the packed speed; "B read in place"). Head columns only matter in
+// place; see docs/DESIGN.md, "Measured decisions".
 constexpr KernelSet avx2_kernels{"avx2",
                                  "AVX2+FMA",
                                  &runs_avx2,
-                                 Tuning{256, 128, int64_t(128) * 128 * 128, 16},
+                                 Tuning{0, 0, int64_t(128) * 128 * 128, 16},
                                  kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(),
                                  kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
-                                 kernels::kernel_table<Avx2F32, 12, 1>(),
-                                 kernels::kernel_table<Avx2F64, 12, 1>(),
+                                 kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(),
+                                 kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
                                  kernels::lowp_kernels<Avx2F32, Avx2Bf16, Avx2F16, Avx2Narrow, 6, 2>()};
 
 }  // namespace fastgemm

@@ -41,7 +41,25 @@ template <typename V, int NR>
 void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t csb, typename V::T* bp, int64_t s0,
             int64_t s1) {
     using T = typename V::T;
-    for (int64_t s = s0; s < s1; ++s) {
+    // Row-major B: G slivers per pass over the rows, so each row read is G x NR consecutive
+    // elements the hardware prefetcher follows, not one line per page of a wide B; see
+    // docs/DESIGN.md, "Packing B by rows".
+    constexpr int G = 4;
+    int64_t s = s0;
+    if (csb == 1) {
+        for (; s + G <= s1 && (s + G) * NR <= nc; s += G) {
+            const T* b0 = b + s * NR;
+            T* dst = bp + s * NR * kc;
+            for (int64_t p = 0; p < kc; ++p) {
+                const T* br = b0 + p * rsb;
+#pragma GCC unroll 4
+                for (int g = 0; g < G; ++g)
+#pragma GCC unroll 64
+                    for (int j = 0; j < NR; ++j) dst[g * NR * kc + p * NR + j] = br[g * NR + j];
+            }
+        }
+    }
+    for (; s < s1; ++s) {
         const int64_t j0 = s * NR;
         const int64_t cols = nc - j0 < NR ? nc - j0 : NR;
         const T* b0 = b + j0 * csb;
