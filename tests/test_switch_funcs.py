@@ -264,12 +264,15 @@ def test_dot_out_matches_numpy():
         r = np.dot(x, x, out=x)
     assert r is x
     _close(x, want, 8)
-    # a 0-d out for a 1-D . 1-D product
+    # a 0-d out for a 1-D . 1-D product: NumPy writes it and returns a scalar, not out
     v = _rand((9,))
-    out0 = np.empty(())
+    want_out0, out0 = np.empty(()), np.empty(())
+    want = np.dot(v, v, out=want_out0)
     with fastgemm.patched():
-        assert np.dot(v, v, out=out0) is out0
-    _close(out0, np.dot(v, v), 9)
+        got = np.dot(v, v, out=out0)
+    assert type(got) is type(want) is np.float64
+    _close(out0, want_out0, 9)
+    _close(got, want, 9)
 
 
 def test_multi_dot_and_tensordot_match_numpy():

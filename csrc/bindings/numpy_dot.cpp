@@ -1,0 +1,358 @@
+// np.dot and np.inner under the switch: fastgemm._core.numpy_dot / numpy_inner, which
+// fastgemm._numpy_funcs puts in place of NumPy's functions. Exact ndarrays of float32 /
+// float64 (mixed: float64, as NumPy converts) that fastgemm can address are computed here;
+// every other call -- other dtypes, subclasses and objects with __array_function__, scalars,
+// lists, 0-d operands, shapes that do not fit, an `out` NumPy would refuse or that overlaps an
+// operand, other keyword spellings -- goes to NumPy's original function with the very same
+// arguments, so the result or the exception is NumPy's.
+#include <pybind11/pybind11.h>
+
+#include <atomic>
+#include <cfenv>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "../fastgemm/threading.hpp"
+#include "raw_call.hpp"
+#include "registrations.hpp"
+
+namespace py = pybind11;
+using namespace fastgemm;
+using namespace fastgemm::bindings;
+
+namespace {
+
+enum Func { kDot, kInner, kFuncs };
+enum Who { kFastgemm, kNumpy };
+
+// NumPy's functions (strong references), as fastgemm._numpy_funcs found them before the switch.
+PyObject* g_original[kFuncs] = {nullptr, nullptr};
+std::atomic<uint64_t> g_calls[kFuncs][2];
+
+// The floating-point exceptions NumPy reports (np.errstate); inexact is not one of them.
+constexpr int kFpFlags = FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID;
+
+PyObject* hand_back(Func f, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    g_calls[f][kNumpy].fetch_add(1, std::memory_order_relaxed);
+    PyObject* original = g_original[f];
+    if (original == nullptr) {
+        PyErr_SetString(PyExc_RuntimeError, "fastgemm: NumPy's dot / inner were not recorded (set_numpy_originals)");
+        return nullptr;
+    }
+    Py_INCREF(original);  // a concurrent set_numpy_originals may drop the module's reference
+    PyObject* r = PyObject_Vectorcall(original, args, size_t(nargs), kwnames);
+    Py_DECREF(original);
+    return r;
+}
+
+// Owns one reference (the operands cast or copied on the way).
+struct Ref {
+    PyObject* p = nullptr;
+    Ref() = default;
+    Ref(const Ref&) = delete;
+    Ref& operator=(const Ref&) = delete;
+    ~Ref() { Py_XDECREF(p); }
+    PyArrayObject* array() const { return reinterpret_cast<PyArrayObject*>(p); }
+};
+
+// The leading axes [0, nd - 1) of x stepped as one axis of `count` items, `stride` elements
+// apart; false when one stride cannot step them (the caller copies x). Axes of length 1 step
+// nothing, so their strides do not matter.
+bool merged_rows(PyArrayObject* x, npy_intp e, int64_t& count, int64_t& stride) {
+    count = 1;
+    stride = PyArray_DIM(x, PyArray_NDIM(x) - 1);  // any stride serves one row
+    for (int d = PyArray_NDIM(x) - 2; d >= 0; --d) {
+        const int64_t n = PyArray_DIM(x, d), s = PyArray_STRIDE(x, d) / e;
+        if (n == 1) continue;
+        if (count == 1) stride = s;
+        else if (s != stride * count) return false;
+        count *= n;
+    }
+    return true;
+}
+
+// x, or a C-ordered copy of it (held in `copy`) when its leading axes do not merge.
+PyArrayObject* rows_of(PyArrayObject* x, npy_intp e, Ref& copy, int64_t& count, int64_t& stride) {
+    if (merged_rows(x, e, count, stride)) return x;
+    copy.p = PyArray_NewCopy(x, NPY_CORDER);
+    if (copy.p == nullptr) return nullptr;
+    merged_rows(copy.array(), e, count, stride);
+    return copy.array();
+}
+
+// True when every element is finite (no exponent field all ones); integer compares vectorise.
+template <typename T>
+bool all_finite(const T* x, int64_t n) {
+    using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    constexpr Bits exponent = sizeof(T) == 4 ? Bits(0x7f800000u) : Bits(0x7ff0000000000000ull);
+    Bits bad = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        Bits u;
+        std::memcpy(&u, x + i, sizeof u);
+        bad |= Bits((u & exponent) == exponent);
+    }
+    return bad == 0;
+}
+
+// One call's product: C (the result, C-ordered) = A @ B over `axes`.
+template <typename T>
+struct Product {
+    View<const T> a, b;
+    View<T> c;
+    std::vector<BatchAxis> axes;
+};
+
+// np.errstate ignores all four exceptions, so NumPy would report none whatever its product
+// raised. Asks np.geterr(): only products that raised a flag or left a NaN / Inf get here.
+bool errstate_ignores_all() {
+    PyObject* numpy = PyImport_ImportModule("numpy");
+    PyObject* err = numpy ? PyObject_CallMethod(numpy, "geterr", nullptr) : nullptr;
+    Py_XDECREF(numpy);
+    bool all_ignored = err != nullptr && PyDict_Check(err);
+    for (const char* what : {"divide", "over", "under", "invalid"}) {
+        if (!all_ignored) break;
+        PyObject* mode = PyDict_GetItemString(err, what);
+        all_ignored = mode && PyUnicode_Check(mode) && PyUnicode_CompareWithASCIIString(mode, "ignore") == 0;
+    }
+    Py_XDECREF(err);
+    PyErr_Clear();  // in doubt, NumPy computes the call and reports as it does
+    return all_ignored;
+}
+
+// Computes p into its C. False when NumPy must compute the call instead, so that its
+// floating-point reports are NumPy's: this thread saw an exception flag, or the product may
+// have run on other threads (whose flags never reach this one) and left a NaN or Inf, and
+// np.errstate does not ignore every exception.
+template <typename T>
+bool compute(const Product<T>& p, int64_t size) {
+    if (std::fetestexcept(kFpFlags)) std::feclearexcept(kFpFlags);  // as NumPy's dot does first
+    run<T>(T(1), p.a, p.b, T(0), p.c, p.axes);
+    if (!std::fetestexcept(kFpFlags)) {
+        int64_t rows = p.c.rows;
+        for (const BatchAxis& ax : p.axes) rows *= ax.size;
+        if (threads_for(rows, p.c.cols, p.a.cols) == 1 || all_finite(p.c.data, size)) return true;
+    }
+    return errstate_ignores_all();
+}
+
+// The result array: a new C-ordered one, or `out` when NumPy's dot would write into it
+// directly (an exact ndarray of the result's dtype and shape, C-contiguous, aligned,
+// writeable, native, not overlapping an operand). nullptr with no error set: hand back.
+template <typename T>
+PyArrayObject* result_array(int nd, const npy_intp* dims, PyObject* out, PyArrayObject* a, PyArrayObject* b) {
+    if (out == nullptr || out == Py_None)
+        return reinterpret_cast<PyArrayObject*>(PyArray_EMPTY(nd, const_cast<npy_intp*>(dims), type_num<T>(), 0));
+    PyArrayObject* c = usable<T>(out);
+    if (c == nullptr || PyArray_NDIM(c) != nd || !PyArray_ISCARRAY(c) || bounds_overlap(c, a) || bounds_overlap(c, b))
+        return nullptr;
+    for (int d = 0; d < nd; ++d)
+        if (PyArray_DIM(c, d) != dims[d]) return nullptr;
+    Py_INCREF(c);
+    return c;
+}
+
+// NumPy's value for a result array: the array, or its scalar when it is 0-d (also for a 0-d
+// `out`, as NumPy's dot returns). Steals the reference.
+PyObject* returned(PyArrayObject* c) { return PyArray_Return(c); }
+
+// dot(a, b[, out]) on T operands. NotImplemented: hand the call back to NumPy.
+template <typename T>
+PyObject* dot_typed(PyArrayObject* a, PyArrayObject* b, PyObject* out) {
+    const int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
+    if (na == 0 || nb == 0) return not_implemented();  // NumPy multiplies
+    const npy_intp e = sizeof(T);
+    const int64_t k = PyArray_DIM(a, na - 1);
+    if (k != PyArray_DIM(b, nb == 1 ? 0 : nb - 2)) return not_implemented();  // NumPy's alignment error
+    const int nd = na + nb - 2;
+    if (nd > NPY_MAXDIMS) return not_implemented();
+    // dot(a, b)[i..., j..., m] = sum_k a[i..., k] * b[j..., k, m]
+    npy_intp dims[NPY_MAXDIMS];
+    int d = 0;
+    for (int i = 0; i < na - 1; ++i) dims[d++] = PyArray_DIM(a, i);
+    for (int j = 0; j < nb - 2; ++j) dims[d++] = PyArray_DIM(b, j);
+    const int64_t m = nb > 1 ? PyArray_DIM(b, nb - 1) : 1;
+    if (nb > 1) dims[d++] = m;
+    PyArrayObject* c = result_array<T>(nd, dims, out, a, b);
+    if (c == nullptr) return PyErr_Occurred() ? nullptr : not_implemented();
+    const int64_t size = PyArray_SIZE(c);
+    if (size == 0) return returned(c);
+    Ref a_copy;
+    int64_t p, a_rs;
+    a = rows_of(a, e, a_copy, p, a_rs);
+    if (a == nullptr) return Py_DECREF(c), nullptr;
+    // The result as (p, q, m) C-ordered: stack item j of b writes the (p, m) matrix c[:, j, :].
+    int64_t q = 1;
+    Product<T> prod;
+    for (int j = nb - 3; j >= 0; --j) {
+        prod.axes.insert(prod.axes.begin(), {PyArray_DIM(b, j), 0, PyArray_STRIDE(b, j) / e, q * m});
+        q *= PyArray_DIM(b, j);
+    }
+    prod.a = {static_cast<const T*>(PyArray_DATA(a)), p, k, a_rs, PyArray_STRIDE(a, PyArray_NDIM(a) - 1) / e};
+    if (nb == 1) prod.b = {static_cast<const T*>(PyArray_DATA(b)), k, 1, PyArray_STRIDE(b, 0) / e, 1};
+    else prod.b = matrix<const T>(b, false);
+    prod.c = {static_cast<T*>(PyArray_DATA(c)), p, m, q * m, 1};
+    try {
+        if (compute(prod, size)) return returned(c);
+    } catch (const std::exception&) {
+    }
+    Py_DECREF(c);
+    return not_implemented();
+}
+
+// inner(a, b) on T operands: a (p, k) times b (q, k) transposed. NotImplemented: hand back.
+template <typename T>
+PyObject* inner_typed(PyArrayObject* a, PyArrayObject* b) {
+    const int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
+    if (na == 0 || nb == 0) return not_implemented();
+    const npy_intp e = sizeof(T);
+    const int64_t k = PyArray_DIM(a, na - 1);
+    if (k != PyArray_DIM(b, nb - 1)) return not_implemented();
+    const int nd = na + nb - 2;
+    if (nd > NPY_MAXDIMS) return not_implemented();
+    npy_intp dims[NPY_MAXDIMS];
+    int d = 0;
+    for (int i = 0; i < na - 1; ++i) dims[d++] = PyArray_DIM(a, i);
+    for (int j = 0; j < nb - 1; ++j) dims[d++] = PyArray_DIM(b, j);
+    PyArrayObject* c = result_array<T>(nd, dims, nullptr, a, b);
+    if (c == nullptr) return nullptr;
+    const int64_t size = PyArray_SIZE(c);
+    if (size == 0) return returned(c);
+    Ref a_copy, b_copy;
+    int64_t p, a_rs, q, b_rs;
+    a = rows_of(a, e, a_copy, p, a_rs);
+    if (a != nullptr) b = rows_of(b, e, b_copy, q, b_rs);
+    if (a == nullptr || b == nullptr) return Py_DECREF(c), nullptr;
+    Product<T> prod;
+    prod.a = {static_cast<const T*>(PyArray_DATA(a)), p, k, a_rs, PyArray_STRIDE(a, na - 1) / e};
+    prod.b = {static_cast<const T*>(PyArray_DATA(b)), k, q, PyArray_STRIDE(b, nb - 1) / e, b_rs};
+    prod.c = {static_cast<T*>(PyArray_DATA(c)), p, q, q, 1};
+    try {
+        if (compute(prod, size)) return returned(c);
+    } catch (const std::exception&) {
+    }
+    Py_DECREF(c);
+    return not_implemented();
+}
+
+// The operands as arrays of one float type for F: float32 pairs, float64 pairs, and mixed
+// pairs with the float32 one converted (exactly) to float64, as NumPy does; else both null.
+struct Operands {
+    PyArrayObject *a = nullptr, *b = nullptr;
+    bool f32 = false;
+    Ref cast;
+};
+
+bool float_operands(PyObject* x, PyObject* y, Operands& ops) {
+    if (PyArrayObject* a = usable<float>(x), *b = usable<float>(y); a && b) {
+        ops.a = a, ops.b = b, ops.f32 = true;
+        return true;
+    }
+    PyArrayObject *a = usable<double>(x), *b = usable<double>(y);
+    if (a && b) {
+        ops.a = a, ops.b = b;
+        return true;
+    }
+    PyArrayObject* single = a ? usable<float>(y) : b ? usable<float>(x) : nullptr;
+    if (single == nullptr) return false;
+    ops.cast.p = PyArray_Cast(single, NPY_DOUBLE);
+    if (ops.cast.p == nullptr) return PyErr_Clear(), false;  // NumPy's call will say why
+    ops.a = a ? a : ops.cast.array();
+    ops.b = b ? b : ops.cast.array();
+    return true;
+}
+
+// The call's result, or NotImplemented / nullptr + error from the typed path.
+PyObject* settle(Func f, PyObject* r, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    if (r != Py_NotImplemented) {
+        if (r != nullptr) g_calls[f][kFastgemm].fetch_add(1, std::memory_order_relaxed);
+        return r;
+    }
+    Py_DECREF(r);
+    return hand_back(f, args, nargs, kwnames);
+}
+
+bool is_out(PyObject* name) { return PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "out") == 0; }
+
+// dot(a, b, out=None), as np.dot.
+PyObject* numpy_dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject* out = nullptr;
+    if (nargs == 3 && nkw == 0) out = args[2];
+    else if (nargs == 2 && nkw == 1 && is_out(PyTuple_GET_ITEM(kwnames, 0))) out = args[2];
+    else if (nargs != 2 || nkw != 0) return hand_back(kDot, args, nargs, kwnames);
+    Operands ops;
+    if (!float_operands(args[0], args[1], ops)) return hand_back(kDot, args, nargs, kwnames);
+    PyObject* r = ops.f32 ? dot_typed<float>(ops.a, ops.b, out) : dot_typed<double>(ops.a, ops.b, out);
+    return settle(kDot, r, args, nargs, kwnames);
+}
+
+// inner(a, b, /), as np.inner.
+PyObject* numpy_inner(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    Operands ops;
+    if (nargs != 2 || kwnames != nullptr || !float_operands(args[0], args[1], ops))
+        return hand_back(kInner, args, nargs, kwnames);
+    PyObject* r = ops.f32 ? inner_typed<float>(ops.a, ops.b) : inner_typed<double>(ops.a, ops.b);
+    return settle(kInner, r, args, nargs, kwnames);
+}
+
+// NumPy's docstrings with fastgemm's note; the first lines are the signatures inspect reads.
+std::string g_doc[kFuncs] = {"dot(a, b, out=None)\n--\n\nnumpy.dot on fastgemm (the switch is on): see numpy.dot.",
+                             "inner(a, b, /)\n--\n\nnumpy.inner on fastgemm (the switch is on): see numpy.inner."};
+
+PyMethodDef kFuncDefs[kFuncs] = {
+    {"dot", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&numpy_dot)), METH_FASTCALL | METH_KEYWORDS,
+     nullptr},
+    {"inner", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&numpy_inner)), METH_FASTCALL | METH_KEYWORDS,
+     nullptr},
+};
+
+constexpr const char* kNote =
+    "\n\n(fastgemm: float32 / float64 ndarrays are multiplied by fastgemm with NumPy's semantics; "
+    "every other call is NumPy's own.)";
+
+void set_originals(py::object dot, py::object inner) {
+    PyObject* given[kFuncs] = {dot.ptr(), inner.ptr()};
+    for (int f = 0; f < kFuncs; ++f) {
+        if (!PyCallable_Check(given[f]))
+            throw py::type_error("set_numpy_originals: NumPy's functions must be callable");
+        Py_INCREF(given[f]);
+        Py_XSETREF(g_original[f], given[f]);
+        py::object doc = py::reinterpret_borrow<py::object>(given[f]).attr("__doc__");
+        if (!doc.is_none()) {
+            const std::string head = g_doc[f].substr(0, g_doc[f].find("--\n\n") + 4);
+            g_doc[f] = head + doc.cast<std::string>() + kNote;
+        }
+        kFuncDefs[f].ml_doc = g_doc[f].c_str();
+    }
+}
+
+}  // namespace
+
+void register_numpy_dot(py::module_& m) {
+    if (_import_array() < 0) throw py::error_already_set();
+    for (int f = 0; f < kFuncs; ++f) kFuncDefs[f].ml_doc = g_doc[f].c_str();
+    py::str where("fastgemm._numpy_funcs");  // where pickle and help() find them
+    const char* attrs[kFuncs] = {"numpy_dot", "numpy_inner"};
+    for (int f = 0; f < kFuncs; ++f) {
+        PyObject* fn = PyCFunction_NewEx(&kFuncDefs[f], nullptr, where.ptr());
+        if (!fn) throw py::error_already_set();
+        m.add_object(attrs[f], py::reinterpret_steal<py::object>(fn));
+    }
+    m.def("set_numpy_originals", &set_originals, py::arg("dot"), py::arg("inner"),
+          "Record NumPy's np.dot and np.inner: numpy_dot / numpy_inner hand them every call they do not compute.");
+    m.def(
+        "numpy_dot_calls",
+        [] {
+            py::dict d;
+            const char* names[kFuncs] = {"dot", "inner"};
+            for (int f = 0; f < kFuncs; ++f)
+                d[names[f]] = py::dict(py::arg("fastgemm") = g_calls[f][kFastgemm].load(),
+                                       py::arg("numpy") = g_calls[f][kNumpy].load());
+            return d;
+        },
+        "Calls of numpy_dot / numpy_inner so far: computed on fastgemm / handed to NumPy.");
+}
