@@ -53,7 +53,7 @@ _record_originals()
 
 def calls() -> dict[str, dict[str, int]]:
     """Calls of the replacements so far: per function, computed on fastgemm / handed to NumPy."""
-    return {name: dict(c) for name, c in _core.numpy_dot_calls().items()}
+    return {name: {"fastgemm": c["fastgemm"], "numpy": c["numpy"]} for name, c in _core.numpy_dot_calls().items()}
 
 
 def _numpy_modules() -> list[Any]:
