@@ -9,10 +9,10 @@
 
 #include <atomic>
 #include <cfenv>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
-#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -278,7 +278,8 @@ PyObject* settle(Func f, PyObject* r, PyObject* const* args, Py_ssize_t nargs, P
 bool is_out(PyObject* name) { return PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "out") == 0; }
 
 // dot(a, b, out=None), as np.dot.
-PyObject* numpy_dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* numpy_dot(PyObject*, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     PyObject* out = nullptr;
     if (nargs == 3 && nkw == 0) out = args[2];
@@ -291,7 +292,8 @@ PyObject* numpy_dot(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject
 }
 
 // inner(a, b, /), as np.inner.
-PyObject* numpy_inner(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+PyObject* numpy_inner(PyObject*, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     Operands ops;
     if (nargs != 2 || kwnames != nullptr || !float_operands(args[0], args[1], ops))
         return hand_back(kInner, args, nargs, kwnames);
@@ -299,20 +301,50 @@ PyObject* numpy_inner(PyObject*, PyObject* const* args, Py_ssize_t nargs, PyObje
     return settle(kInner, r, args, nargs, kwnames);
 }
 
-// NumPy's docstrings with fastgemm's note; the first lines are the signatures inspect reads.
-std::string g_doc[kFuncs] = {"dot(a, b, out=None)\n--\n\nnumpy.dot on fastgemm (the switch is on): see numpy.dot.",
-                             "inner(a, b, /)\n--\n\nnumpy.inner on fastgemm (the switch is on): see numpy.inner."};
-
-PyMethodDef kFuncDefs[kFuncs] = {
-    {"dot", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&numpy_dot)), METH_FASTCALL | METH_KEYWORDS,
-     nullptr},
-    {"inner", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&numpy_inner)), METH_FASTCALL | METH_KEYWORDS,
-     nullptr},
+// The type of numpy_dot and numpy_inner, laid out as NumPy's _ArrayFunctionDispatcher (the
+// type of np.dot): called through vectorcall, with a __dict__ (fastgemm._numpy_funcs copies
+// NumPy's __name__, __doc__, __signature__ into it), bound like a function when read from a
+// class, pickled by qualified name.
+struct Function {
+    PyObject_HEAD vectorcallfunc vectorcall;
+    PyObject* dict;
 };
 
-constexpr const char* kNote =
-    "\n\n(fastgemm: float32 / float64 ndarrays are multiplied by fastgemm with NumPy's semantics; "
-    "every other call is NumPy's own.)";
+void function_dealloc(PyObject* self) {
+    Py_CLEAR(reinterpret_cast<Function*>(self)->dict);
+    Py_TYPE(self)->tp_free(self);
+}
+
+PyObject* function_get(PyObject* self, PyObject* obj, PyObject*) {
+    if (obj == nullptr) {
+        Py_INCREF(self);
+        return self;
+    }
+    return PyMethod_New(self, obj);
+}
+
+PyObject* function_repr(PyObject* self) {
+    PyObject* name = PyObject_GetAttrString(self, "__name__");
+    if (name == nullptr) return nullptr;
+    PyObject* r = PyUnicode_FromFormat("<function %S at %p>", name, self);
+    Py_DECREF(name);
+    return r;
+}
+
+PyObject* function_reduce(PyObject* self, PyObject*) { return PyObject_GetAttrString(self, "__qualname__"); }
+
+PyMethodDef kFunctionMethods[] = {{"__reduce__", function_reduce, METH_NOARGS, nullptr},
+                                  {nullptr, nullptr, 0, nullptr}};
+PyGetSetDef kFunctionGetSet[] = {{"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
+                                 {nullptr, nullptr, nullptr, nullptr, nullptr}};
+PyTypeObject g_function_type = {PyVarObject_HEAD_INIT(nullptr, 0)};
+
+PyObject* new_function(vectorcallfunc call) {
+    auto* f = reinterpret_cast<Function*>(g_function_type.tp_alloc(&g_function_type, 0));
+    if (f == nullptr) throw py::error_already_set();
+    f->vectorcall = call;
+    return reinterpret_cast<PyObject*>(f);
+}
 
 void set_originals(py::object dot, py::object inner) {
     PyObject* given[kFuncs] = {dot.ptr(), inner.ptr()};
@@ -321,12 +353,6 @@ void set_originals(py::object dot, py::object inner) {
             throw py::type_error("set_numpy_originals: NumPy's functions must be callable");
         Py_INCREF(given[f]);
         Py_XSETREF(g_original[f], given[f]);
-        py::object doc = py::reinterpret_borrow<py::object>(given[f]).attr("__doc__");
-        if (!doc.is_none()) {
-            const std::string head = g_doc[f].substr(0, g_doc[f].find("--\n\n") + 4);
-            g_doc[f] = head + doc.cast<std::string>() + kNote;
-        }
-        kFuncDefs[f].ml_doc = g_doc[f].c_str();
     }
 }
 
@@ -334,14 +360,22 @@ void set_originals(py::object dot, py::object inner) {
 
 void register_numpy_dot(py::module_& m) {
     if (_import_array() < 0) throw py::error_already_set();
-    for (int f = 0; f < kFuncs; ++f) kFuncDefs[f].ml_doc = g_doc[f].c_str();
-    py::str where("fastgemm._numpy_funcs");  // where pickle and help() find them
-    const char* attrs[kFuncs] = {"numpy_dot", "numpy_inner"};
-    for (int f = 0; f < kFuncs; ++f) {
-        PyObject* fn = PyCFunction_NewEx(&kFuncDefs[f], nullptr, where.ptr());
-        if (!fn) throw py::error_already_set();
-        m.add_object(attrs[f], py::reinterpret_steal<py::object>(fn));
-    }
+    PyTypeObject& t = g_function_type;
+    t.tp_name = "fastgemm._core.NumpyFunction";
+    t.tp_basicsize = sizeof(Function);
+    t.tp_dictoffset = offsetof(Function, dict);
+    t.tp_vectorcall_offset = offsetof(Function, vectorcall);
+    t.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_METHOD_DESCRIPTOR;
+    t.tp_call = PyVectorcall_Call;
+    t.tp_dealloc = function_dealloc;
+    t.tp_descr_get = function_get;
+    t.tp_repr = function_repr;
+    t.tp_methods = kFunctionMethods;
+    t.tp_getset = kFunctionGetSet;
+    t.tp_doc = "np.dot / np.inner on fastgemm (fastgemm._numpy_funcs)";
+    if (PyType_Ready(&t) < 0) throw py::error_already_set();
+    m.add_object("numpy_dot", py::reinterpret_steal<py::object>(new_function(numpy_dot)));
+    m.add_object("numpy_inner", py::reinterpret_steal<py::object>(new_function(numpy_inner)));
     m.def("set_numpy_originals", &set_originals, py::arg("dot"), py::arg("inner"),
           "Record NumPy's np.dot and np.inner: numpy_dot / numpy_inner hand them every call they do not compute.");
     m.def(

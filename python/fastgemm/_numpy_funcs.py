@@ -50,6 +50,20 @@ def _record_originals() -> None:
 
 _record_originals()
 
+for _name, _f in _OURS.items():
+    _np_f = _originals[_name]
+    # What help(), inspect and pickle read: NumPy's name, docs and signature; pickled by name
+    # from this module, so an unpickled np.dot is whichever np.dot the loading process has.
+    _f.__name__ = _f.__qualname__ = _name
+    _f.__module__ = __name__
+    _f.__doc__ = (_np_f.__doc__ or "") + (
+        "\n\n(fastgemm: float32 / float64 ndarrays are multiplied by fastgemm with NumPy's semantics;"
+        " every other call is NumPy's own.)"
+    )
+    if hasattr(_np_f, "__signature__"):  # NumPy >= 2.3 gives its C functions one; keep it
+        _f.__signature__ = _np_f.__signature__  # type: ignore[attr-defined]
+del _name, _f, _np_f
+
 
 def calls() -> dict[str, dict[str, int]]:
     """Calls of the replacements so far: per function, computed on fastgemm / handed to NumPy."""
