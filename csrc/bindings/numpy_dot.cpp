@@ -29,6 +29,11 @@ namespace {
 enum Func { kDot, kInner, kFuncs };
 enum Who { kFastgemm, kNumpy };
 
+// A vector . vector product (0-d result) with longer operands goes to NumPy's dot (its BLAS
+// dot): the core's dot form, written for many outputs at once, ran 0.64x-0.89x of it from 32
+// KiB per operand, 1.08x-1.29x at 8-16 KiB (Zen 3, 1 thread); docs/DESIGN.md, "np.dot in C".
+constexpr int64_t kVectorDotMaxBytes = 16384;
+
 // NumPy's functions (strong references), as fastgemm._numpy_funcs found them before the switch.
 PyObject* g_original[kFuncs] = {nullptr, nullptr};
 std::atomic<uint64_t> g_calls[kFuncs][2];
@@ -168,6 +173,7 @@ PyObject* dot_typed(PyArrayObject* a, PyArrayObject* b, PyObject* out) {
     const int64_t k = PyArray_DIM(a, na - 1);
     if (k != PyArray_DIM(b, nb == 1 ? 0 : nb - 2)) return not_implemented();  // NumPy's alignment error
     const int nd = na + nb - 2;
+    if (nd == 0 && k * e > kVectorDotMaxBytes) return not_implemented();
     if (nd > NPY_MAXDIMS) return not_implemented();
     // dot(a, b)[i..., j..., m] = sum_k a[i..., k] * b[j..., k, m]
     npy_intp dims[NPY_MAXDIMS];
@@ -192,8 +198,14 @@ PyObject* dot_typed(PyArrayObject* a, PyArrayObject* b, PyObject* out) {
         q *= PyArray_DIM(b, j);
     }
     prod.a = {static_cast<const T*>(PyArray_DATA(a)), p, k, a_rs, PyArray_STRIDE(a, PyArray_NDIM(a) - 1) / e};
-    if (nb == 1) prod.b = {static_cast<const T*>(PyArray_DATA(b)), k, 1, PyArray_STRIDE(b, 0) / e, 1};
-    else prod.b = matrix<const T>(b, false);
+    // A 1-D b is a (k, 1) column; its column stride is free, and a Fortran-ordered one (k, not
+    // 1) sends the core's single-row products to its vector dot form instead of walking k rows
+    // of a 1-wide matrix.
+    if (nb == 1) {
+        prod.b = {static_cast<const T*>(PyArray_DATA(b)), k, 1, PyArray_STRIDE(b, 0) / e, k};
+    } else {
+        prod.b = matrix<const T>(b, false);
+    }
     prod.c = {static_cast<T*>(PyArray_DATA(c)), p, m, q * m, 1};
     try {
         if (compute(prod, size)) return returned(c);
@@ -212,6 +224,7 @@ PyObject* inner_typed(PyArrayObject* a, PyArrayObject* b) {
     const int64_t k = PyArray_DIM(a, na - 1);
     if (k != PyArray_DIM(b, nb - 1)) return not_implemented();
     const int nd = na + nb - 2;
+    if (nd == 0 && k * e > kVectorDotMaxBytes) return not_implemented();
     if (nd > NPY_MAXDIMS) return not_implemented();
     npy_intp dims[NPY_MAXDIMS];
     int d = 0;
