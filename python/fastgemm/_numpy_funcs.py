@@ -65,6 +65,11 @@ for _name, _f in _OURS.items():
 del _name, _f, _np_f
 
 
+def original(name: str) -> Callable[..., Any]:
+    """NumPy's own ``dot`` or ``inner``, whether or not the switch is on."""
+    return _originals[name]
+
+
 def calls() -> dict[str, dict[str, int]]:
     """Calls of the replacements so far: per function, computed on fastgemm / handed to NumPy."""
     return {name: {"fastgemm": c["fastgemm"], "numpy": c["numpy"]} for name, c in _core.numpy_dot_calls().items()}
