@@ -12,12 +12,12 @@ switch's): the issue-13 target is >= 0.97x at 8, 16, 32.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import time
 
 import numpy as np
+from switch_small import parse_and_pin  # bench/ is this script's directory, first on sys.path
 
 import fastgemm as fg
 
@@ -31,18 +31,7 @@ def _sample(a: np.ndarray, b: np.ndarray, calls: int) -> float:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--sizes", default="8,16,32,64,512")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--rounds", type=int, default=21, help="alternations of the two states (default 21)")
-    args = p.parse_args()
-    try:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(args.threads, user_api="blas")
-    except ImportError:
-        print("(threadpoolctl not installed: NumPy's BLAS keeps its own thread count)")
-    fg.set_num_threads(args.threads)
+    args = parse_and_pin(__doc__, "8,16,32,64,512", 21)
     rng = np.random.default_rng(0)
     print(
         f"fastgemm {fg.__version__}, kernel {fg.get_kernel()}, {args.threads} thread(s), "

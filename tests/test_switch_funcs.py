@@ -11,6 +11,7 @@ import pytest
 
 import fastgemm
 from fastgemm import _core, _numpy_funcs
+from gemm_check import on_threads
 
 RNG = np.random.default_rng(13)
 U = {np.dtype(np.float32): 2.0**-24, np.dtype(np.float64): 2.0**-53}
@@ -362,51 +363,44 @@ def _check_dot(got, a, b, inner=False):
     assert np.all(np.abs(got.astype(wide) - ref) <= bound)
 
 
-@pytest.mark.parametrize(
-    "sa,sb",
-    [
-        ((8, 8), (8, 8)),
-        ((16, 16), (16, 16)),
-        ((33, 17), (17, 5)),
-        ((1, 9), (9, 1)),
-        ((9,), (9,)),
-        ((9,), (9, 4)),
-        ((4, 9), (9,)),
-        ((2, 3, 9), (9,)),
-        ((9,), (2, 9, 4)),
-        ((2, 3, 9), (5, 9, 4)),
-        ((2, 1, 3, 9), (1, 5, 9, 4)),
-        ((4, 0), (0, 3)),
-        ((0, 4), (4, 3)),
-        ((3, 4), (4, 0)),
-        ((2, 0, 4), (3, 4, 5)),
-        ((4000,), (4000,)),  # 16 KiB float32: still fastgemm's; float64 goes to NumPy's BLAS dot
-    ],
-)
+FLOAT_PRODUCTS = [
+    ("dot", (8, 8), (8, 8)),
+    ("dot", (16, 16), (16, 16)),
+    ("dot", (33, 17), (17, 5)),
+    ("dot", (1, 9), (9, 1)),
+    ("dot", (9,), (9,)),
+    ("dot", (9,), (9, 4)),
+    ("dot", (4, 9), (9,)),
+    ("dot", (2, 3, 9), (9,)),
+    ("dot", (9,), (2, 9, 4)),
+    ("dot", (2, 3, 9), (5, 9, 4)),
+    ("dot", (2, 1, 3, 9), (1, 5, 9, 4)),
+    ("dot", (4, 0), (0, 3)),
+    ("dot", (0, 4), (4, 3)),
+    ("dot", (3, 4), (4, 0)),
+    ("dot", (2, 0, 4), (3, 4, 5)),
+    ("dot", (4000,), (4000,)),  # 16 KiB float32: still fastgemm's; float64 goes to NumPy's BLAS dot
+    ("inner", (8, 8), (8, 8)),
+    ("inner", (9,), (9,)),
+    ("inner", (5, 9), (9,)),
+    ("inner", (2, 3, 9), (4, 9)),
+    ("inner", (2, 3, 9), (4, 2, 9)),
+    ("inner", (0, 9), (3, 9)),
+    ("inner", (4000,), (4000,)),
+]
+
+
+@pytest.mark.parametrize("func,sa,sb", FLOAT_PRODUCTS)
 @pytest.mark.parametrize("da,db", [(x, y) for x in FLOAT_CODES for y in FLOAT_CODES])
-def test_dot_computes_float_products_on_fastgemm(sa, sb, da, db, kernel):
+def test_float_products_run_on_fastgemm(func, sa, sb, da, db, kernel):
     a, b = _rand(sa, da), _rand(sb, db)
     with fastgemm.patched():
-        before = _calls("dot")
-        got = np.dot(a, b)
-        computed = _calls("dot") - before
-    _check_dot(got, a, b)
+        before = _calls(func)
+        got = getattr(np, func)(a, b)
+        computed = _calls(func) - before
+    _check_dot(got, a, b, inner=func == "inner")
     long_vectors = len(sa) == len(sb) == 1 and sa[0] * np.result_type(a, b).itemsize > 16384
     assert computed == (0 if long_vectors else 1)
-
-
-@pytest.mark.parametrize(
-    "sa,sb",
-    [((8, 8), (8, 8)), ((9,), (9,)), ((5, 9), (9,)), ((2, 3, 9), (4, 9)), ((2, 3, 9), (4, 2, 9)), ((0, 9), (3, 9))],
-)
-@pytest.mark.parametrize("da,db", [(x, y) for x in FLOAT_CODES for y in FLOAT_CODES])
-def test_inner_computes_float_products_on_fastgemm(sa, sb, da, db, kernel):
-    a, b = _rand(sa, da), _rand(sb, db)
-    with fastgemm.patched():
-        before = _calls("inner")
-        got = np.inner(a, b)
-        assert _calls("inner") == before + 1
-    _check_dot(got, a, b, inner=True)
 
 
 def _views(dtype):
@@ -675,15 +669,8 @@ def test_dot_from_many_threads_at_once():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_dot_has_the_same_bits_on_any_thread_count(dtype):
     a, b = _rand((300, 200), dtype), _rand((200, 260), dtype)
-    threads = fastgemm.get_num_threads()
-    try:
-        with fastgemm.patched():
-            fastgemm.set_num_threads(1)
-            one = np.dot(a, b)
-            fastgemm.set_num_threads(2)
-            two = np.dot(a, b)
-    finally:
-        fastgemm.set_num_threads(threads)
+    with fastgemm.patched():
+        one, two = on_threads(lambda: np.dot(a, b))
     assert np.array_equal(one, two)
 
 

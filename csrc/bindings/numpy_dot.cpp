@@ -164,24 +164,41 @@ PyArrayObject* result_array(int nd, const npy_intp* dims, PyObject* out, PyArray
 // `out`, as NumPy's dot returns). Steals the reference.
 PyObject* returned(PyArrayObject* c) { return PyArray_Return(c); }
 
+// The result's shape for a product of a and b over a's last axis and b's axis `bk`: a's other
+// axes, then b's. False (hand the call back) for a 0-d operand (NumPy multiplies), axes that
+// do not fit (NumPy's error), too many axes, or a long vector . vector product.
+bool result_shape(PyArrayObject* a, PyArrayObject* b, int bk, npy_intp e, int& nd, npy_intp* dims) {
+    const int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
+    if (na == 0 || nb == 0 || PyArray_DIM(a, na - 1) != PyArray_DIM(b, bk)) return false;
+    nd = na + nb - 2;
+    if (nd > NPY_MAXDIMS || (nd == 0 && PyArray_DIM(a, 0) * e > kVectorDotMaxBytes)) return false;
+    int d = 0;
+    for (int i = 0; i < na - 1; ++i) dims[d++] = PyArray_DIM(a, i);
+    for (int j = 0; j < nb; ++j)
+        if (j != bk) dims[d++] = PyArray_DIM(b, j);
+    return true;
+}
+
+// The call's value once C holds p's product, or NotImplemented (NumPy computes the call).
+template <typename T>
+PyObject* finish(const Product<T>& p, PyArrayObject* c, int64_t size) {
+    try {
+        if (compute(p, size)) return returned(c);
+    } catch (const std::exception&) {
+    }
+    Py_DECREF(c);
+    return not_implemented();
+}
+
 // dot(a, b[, out]) on T operands. NotImplemented: hand the call back to NumPy.
 template <typename T>
 PyObject* dot_typed(PyArrayObject* a, PyArrayObject* b, PyObject* out) {
-    const int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
-    if (na == 0 || nb == 0) return not_implemented();  // NumPy multiplies
+    const int nb = PyArray_NDIM(b);
     const npy_intp e = sizeof(T);
-    const int64_t k = PyArray_DIM(a, na - 1);
-    if (k != PyArray_DIM(b, nb == 1 ? 0 : nb - 2)) return not_implemented();  // NumPy's alignment error
-    const int nd = na + nb - 2;
-    if (nd == 0 && k * e > kVectorDotMaxBytes) return not_implemented();
-    if (nd > NPY_MAXDIMS) return not_implemented();
     // dot(a, b)[i..., j..., m] = sum_k a[i..., k] * b[j..., k, m]
+    int nd;
     npy_intp dims[NPY_MAXDIMS];
-    int d = 0;
-    for (int i = 0; i < na - 1; ++i) dims[d++] = PyArray_DIM(a, i);
-    for (int j = 0; j < nb - 2; ++j) dims[d++] = PyArray_DIM(b, j);
-    const int64_t m = nb > 1 ? PyArray_DIM(b, nb - 1) : 1;
-    if (nb > 1) dims[d++] = m;
+    if (!result_shape(a, b, nb == 1 ? 0 : nb - 2, e, nd, dims)) return not_implemented();
     PyArrayObject* c = result_array<T>(nd, dims, out, a, b);
     if (c == nullptr) return PyErr_Occurred() ? nullptr : not_implemented();
     const int64_t size = PyArray_SIZE(c);
@@ -190,6 +207,7 @@ PyObject* dot_typed(PyArrayObject* a, PyArrayObject* b, PyObject* out) {
     int64_t p, a_rs;
     a = rows_of(a, e, a_copy, p, a_rs);
     if (a == nullptr) return Py_DECREF(c), nullptr;
+    const int64_t k = PyArray_DIM(a, PyArray_NDIM(a) - 1), m = nb > 1 ? PyArray_DIM(b, nb - 1) : 1;
     // The result as (p, q, m) C-ordered: stack item j of b writes the (p, m) matrix c[:, j, :].
     int64_t q = 1;
     Product<T> prod;
@@ -207,29 +225,16 @@ PyObject* dot_typed(PyArrayObject* a, PyArrayObject* b, PyObject* out) {
         prod.b = matrix<const T>(b, false);
     }
     prod.c = {static_cast<T*>(PyArray_DATA(c)), p, m, q * m, 1};
-    try {
-        if (compute(prod, size)) return returned(c);
-    } catch (const std::exception&) {
-    }
-    Py_DECREF(c);
-    return not_implemented();
+    return finish(prod, c, size);
 }
 
 // inner(a, b) on T operands: a (p, k) times b (q, k) transposed. NotImplemented: hand back.
 template <typename T>
 PyObject* inner_typed(PyArrayObject* a, PyArrayObject* b) {
-    const int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
-    if (na == 0 || nb == 0) return not_implemented();
     const npy_intp e = sizeof(T);
-    const int64_t k = PyArray_DIM(a, na - 1);
-    if (k != PyArray_DIM(b, nb - 1)) return not_implemented();
-    const int nd = na + nb - 2;
-    if (nd == 0 && k * e > kVectorDotMaxBytes) return not_implemented();
-    if (nd > NPY_MAXDIMS) return not_implemented();
+    int nd;
     npy_intp dims[NPY_MAXDIMS];
-    int d = 0;
-    for (int i = 0; i < na - 1; ++i) dims[d++] = PyArray_DIM(a, i);
-    for (int j = 0; j < nb - 1; ++j) dims[d++] = PyArray_DIM(b, j);
+    if (!result_shape(a, b, PyArray_NDIM(b) - 1, e, nd, dims)) return not_implemented();
     PyArrayObject* c = result_array<T>(nd, dims, nullptr, a, b);
     if (c == nullptr) return nullptr;
     const int64_t size = PyArray_SIZE(c);
@@ -239,16 +244,13 @@ PyObject* inner_typed(PyArrayObject* a, PyArrayObject* b) {
     a = rows_of(a, e, a_copy, p, a_rs);
     if (a != nullptr) b = rows_of(b, e, b_copy, q, b_rs);
     if (a == nullptr || b == nullptr) return Py_DECREF(c), nullptr;
+    const int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
+    const int64_t k = PyArray_DIM(a, na - 1);
     Product<T> prod;
     prod.a = {static_cast<const T*>(PyArray_DATA(a)), p, k, a_rs, PyArray_STRIDE(a, na - 1) / e};
     prod.b = {static_cast<const T*>(PyArray_DATA(b)), k, q, PyArray_STRIDE(b, nb - 1) / e, b_rs};
     prod.c = {static_cast<T*>(PyArray_DATA(c)), p, q, q, 1};
-    try {
-        if (compute(prod, size)) return returned(c);
-    } catch (const std::exception&) {
-    }
-    Py_DECREF(c);
-    return not_implemented();
+    return finish(prod, c, size);
 }
 
 // The operands as arrays of one float type for F: float32 pairs, float64 pairs, and mixed
