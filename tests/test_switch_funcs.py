@@ -417,7 +417,27 @@ def _views(dtype):
         ("N-d a, column-major", np.asfortranarray(base), m),
         ("N-d b stepped", _rand((3, 14), dtype), _rand((4, 14, 24), dtype)[:, :, ::2]),
         ("1-D stepped", base[0, 0, ::2], _rand((7,), dtype)),
+        ("unaligned (copied, as NumPy copies it)", _unaligned(_rand((6, 14), dtype)), m),
+        ("strides in parts of elements (copied)", _odd_strides(_rand((6, 14), dtype)), m),
     ]
+
+
+def _unaligned(x):
+    """x's values in memory one byte off its dtype's alignment (as distributed's frames give)."""
+    buf = np.empty(x.nbytes + 1, np.uint8)
+    y = np.ndarray(x.shape, x.dtype, buffer=buf, offset=1)
+    y[...] = x
+    assert not y.flags.aligned
+    return y
+
+
+def _odd_strides(x):
+    """x's values with a row stride that is not a whole number of elements."""
+    rs = x.shape[1] * x.itemsize + 3
+    buf = np.zeros(rs * x.shape[0] + 8, np.uint8)
+    y = np.ndarray(x.shape, x.dtype, buffer=buf, offset=0, strides=(rs, x.itemsize))
+    y[...] = x
+    return y
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -477,7 +497,6 @@ def test_odd_operands_go_to_numpy_with_numpys_answer():
         (a, b[:4]),  # shapes that do not fit: NumPy's ValueError
         (v, v[:4]),
         (a.astype(np.longdouble), b),
-        (np.frombuffer(a.astype(np.float64).tobytes() + b"\0", np.uint8)[1:].view(np.float64)[:30].reshape(6, 5), b),
     ]
     for x, y in cases:
         for f in (np.dot, np.inner):
@@ -534,6 +553,8 @@ def _out_cases(dtype):
     ro = np.empty((6, 4), dtype)
     ro.flags.writeable = False
     shared, square = rand(6, 5), rand(4, 4)
+    mixed = rng.uniform(-1, 1, size=(6, 10)).astype(np.float32)
+    mixed_out = mixed.reshape(-1).view(np.float64)[:24].reshape(6, 4)  # float64 over mixed's bytes
     return [
         ("accepted", a, b, np.empty((6, 4), dtype)),
         ("accepted 1-D", a, v, np.empty(6, dtype)),
@@ -548,6 +569,7 @@ def _out_cases(dtype):
         ("byte-swapped", a, b, np.empty((6, 4), np.dtype(dtype).newbyteorder())),
         ("subclass", a, b, np.empty((6, 4), dtype).view(_Sub)),
         ("overlaps a", shared, b, shared.reshape(-1)[:24].reshape(6, 4)),
+        ("overlaps a float32 operand converted to float64", mixed[:, :5], b.astype(np.float64), mixed_out),
         ("is b", square, square, square),
     ]
 

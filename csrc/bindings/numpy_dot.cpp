@@ -1,7 +1,7 @@
 // np.dot and np.inner under the switch: fastgemm._core.numpy_dot / numpy_inner, which
-// fastgemm._numpy_funcs puts in place of NumPy's functions. Exact ndarrays of float32 /
-// float64 (mixed: float64, as NumPy converts) that fastgemm can address are computed here;
-// every other call -- other dtypes, subclasses and objects with __array_function__, scalars,
+// fastgemm._numpy_funcs puts in place of NumPy's functions. Exact native ndarrays of float32 /
+// float64 are computed here (a mixed pair in float64, an unaligned operand copied first, as
+// NumPy does both); every other call -- other dtypes, subclasses and objects with __array_function__, scalars,
 // lists, 0-d operands, shapes that do not fit, an `out` NumPy would refuse or that overlaps an
 // operand, other keyword spellings -- goes to NumPy's original function with the very same
 // arguments, so the result or the exception is NumPy's.
@@ -144,15 +144,63 @@ bool compute(const Product<T>& p, int64_t size) {
     return errstate_ignores_all();
 }
 
+// The operands of a call fastgemm may compute: exact native ndarrays of float32 / float64 as
+// given (`given_*`), and as read (`a`, `b`): both of one type T (a mixed pair: float64, the
+// float32 one converted exactly, as NumPy does), aligned and strided in whole elements (an
+// operand that is not is copied first, as NumPy's dot copies it).
+struct Operands {
+    PyArrayObject *given_a = nullptr, *given_b = nullptr;
+    PyArrayObject *a = nullptr, *b = nullptr;
+    bool f32 = false;
+    Ref hold_a, hold_b;
+};
+
+// The NumPy type number of an exact native float32 / float64 ndarray, else -1.
+int float_type(PyObject* o) {
+    if (!PyArray_CheckExact(o)) return -1;
+    auto* x = reinterpret_cast<PyArrayObject*>(o);
+    const int t = PyArray_TYPE(x);
+    return (t == NPY_FLOAT || t == NPY_DOUBLE) && PyArray_ISNOTSWAPPED(x) ? t : -1;
+}
+
+// x read as T: itself, or a C-ordered converted / aligned copy held in `hold`.
+template <typename T>
+PyArrayObject* read_as(PyArrayObject* x, Ref& hold) {
+    if (PyArray_TYPE(x) != type_num<T>()) hold.p = PyArray_Cast(x, type_num<T>());
+    else if (usable<T>(reinterpret_cast<PyObject*>(x))) return x;
+    else hold.p = PyArray_NewCopy(x, NPY_CORDER);
+    return hold.array();
+}
+
+bool float_operands(PyObject* x, PyObject* y, Operands& ops) {
+    const int tx = float_type(x), ty = float_type(y);
+    if (tx < 0 || ty < 0) return false;
+    ops.given_a = reinterpret_cast<PyArrayObject*>(x);
+    ops.given_b = reinterpret_cast<PyArrayObject*>(y);
+    ops.f32 = tx == NPY_FLOAT && ty == NPY_FLOAT;
+    if (ops.f32) {
+        ops.a = read_as<float>(ops.given_a, ops.hold_a);
+        ops.b = read_as<float>(ops.given_b, ops.hold_b);
+    } else {
+        ops.a = read_as<double>(ops.given_a, ops.hold_a);
+        ops.b = read_as<double>(ops.given_b, ops.hold_b);
+    }
+    if (ops.a && ops.b) return true;
+    PyErr_Clear();  // out of memory: NumPy's call will say so
+    return false;
+}
+
 // The result array: a new C-ordered one, or `out` when NumPy's dot would write into it
 // directly (an exact ndarray of the result's dtype and shape, C-contiguous, aligned,
-// writeable, native, not overlapping an operand). nullptr with no error set: hand back.
+// writeable, native) and it does not overlap an operand as given (NumPy, recomputing a flagged
+// call, must find them intact). nullptr with no error set: hand back.
 template <typename T>
-PyArrayObject* result_array(int nd, const npy_intp* dims, PyObject* out, PyArrayObject* a, PyArrayObject* b) {
+PyArrayObject* result_array(int nd, const npy_intp* dims, PyObject* out, const Operands& ops) {
     if (out == nullptr || out == Py_None)
         return reinterpret_cast<PyArrayObject*>(PyArray_EMPTY(nd, const_cast<npy_intp*>(dims), type_num<T>(), 0));
     PyArrayObject* c = usable<T>(out);
-    if (c == nullptr || PyArray_NDIM(c) != nd || !PyArray_ISCARRAY(c) || bounds_overlap(c, a) || bounds_overlap(c, b))
+    if (c == nullptr || PyArray_NDIM(c) != nd || !PyArray_ISCARRAY(c) || bounds_overlap(c, ops.given_a) ||
+        bounds_overlap(c, ops.given_b))
         return nullptr;
     for (int d = 0; d < nd; ++d)
         if (PyArray_DIM(c, d) != dims[d]) return nullptr;
@@ -192,14 +240,15 @@ PyObject* finish(const Product<T>& p, PyArrayObject* c, int64_t size) {
 
 // dot(a, b[, out]) on T operands. NotImplemented: hand the call back to NumPy.
 template <typename T>
-PyObject* dot_typed(PyArrayObject* a, PyArrayObject* b, PyObject* out) {
+PyObject* dot_typed(const Operands& ops, PyObject* out) {
+    PyArrayObject *a = ops.a, *b = ops.b;
     const int nb = PyArray_NDIM(b);
     const npy_intp e = sizeof(T);
     // dot(a, b)[i..., j..., m] = sum_k a[i..., k] * b[j..., k, m]
     int nd;
     npy_intp dims[NPY_MAXDIMS];
     if (!result_shape(a, b, nb == 1 ? 0 : nb - 2, e, nd, dims)) return not_implemented();
-    PyArrayObject* c = result_array<T>(nd, dims, out, a, b);
+    PyArrayObject* c = result_array<T>(nd, dims, out, ops);
     if (c == nullptr) return PyErr_Occurred() ? nullptr : not_implemented();
     const int64_t size = PyArray_SIZE(c);
     if (size == 0) return returned(c);
@@ -230,12 +279,13 @@ PyObject* dot_typed(PyArrayObject* a, PyArrayObject* b, PyObject* out) {
 
 // inner(a, b) on T operands: a (p, k) times b (q, k) transposed. NotImplemented: hand back.
 template <typename T>
-PyObject* inner_typed(PyArrayObject* a, PyArrayObject* b) {
+PyObject* inner_typed(const Operands& ops) {
+    PyArrayObject *a = ops.a, *b = ops.b;
     const npy_intp e = sizeof(T);
     int nd;
     npy_intp dims[NPY_MAXDIMS];
     if (!result_shape(a, b, PyArray_NDIM(b) - 1, e, nd, dims)) return not_implemented();
-    PyArrayObject* c = result_array<T>(nd, dims, nullptr, a, b);
+    PyArrayObject* c = result_array<T>(nd, dims, nullptr, ops);
     if (c == nullptr) return nullptr;
     const int64_t size = PyArray_SIZE(c);
     if (size == 0) return returned(c);
@@ -251,33 +301,6 @@ PyObject* inner_typed(PyArrayObject* a, PyArrayObject* b) {
     prod.b = {static_cast<const T*>(PyArray_DATA(b)), k, q, PyArray_STRIDE(b, nb - 1) / e, b_rs};
     prod.c = {static_cast<T*>(PyArray_DATA(c)), p, q, q, 1};
     return finish(prod, c, size);
-}
-
-// The operands as arrays of one float type for F: float32 pairs, float64 pairs, and mixed
-// pairs with the float32 one converted (exactly) to float64, as NumPy does; else both null.
-struct Operands {
-    PyArrayObject *a = nullptr, *b = nullptr;
-    bool f32 = false;
-    Ref cast;
-};
-
-bool float_operands(PyObject* x, PyObject* y, Operands& ops) {
-    if (PyArrayObject* a = usable<float>(x), *b = usable<float>(y); a && b) {
-        ops.a = a, ops.b = b, ops.f32 = true;
-        return true;
-    }
-    PyArrayObject *a = usable<double>(x), *b = usable<double>(y);
-    if (a && b) {
-        ops.a = a, ops.b = b;
-        return true;
-    }
-    PyArrayObject* single = a ? usable<float>(y) : b ? usable<float>(x) : nullptr;
-    if (single == nullptr) return false;
-    ops.cast.p = PyArray_Cast(single, NPY_DOUBLE);
-    if (ops.cast.p == nullptr) return PyErr_Clear(), false;  // NumPy's call will say why
-    ops.a = a ? a : ops.cast.array();
-    ops.b = b ? b : ops.cast.array();
-    return true;
 }
 
 // The call's result, or NotImplemented / nullptr + error from the typed path.
@@ -302,7 +325,7 @@ PyObject* numpy_dot(PyObject*, PyObject* const* args, size_t nargsf, PyObject* k
     else if (nargs != 2 || nkw != 0) return hand_back(kDot, args, nargs, kwnames);
     Operands ops;
     if (!float_operands(args[0], args[1], ops)) return hand_back(kDot, args, nargs, kwnames);
-    PyObject* r = ops.f32 ? dot_typed<float>(ops.a, ops.b, out) : dot_typed<double>(ops.a, ops.b, out);
+    PyObject* r = ops.f32 ? dot_typed<float>(ops, out) : dot_typed<double>(ops, out);
     return settle(kDot, r, args, nargs, kwnames);
 }
 
@@ -312,7 +335,7 @@ PyObject* numpy_inner(PyObject*, PyObject* const* args, size_t nargsf, PyObject*
     Operands ops;
     if (nargs != 2 || kwnames != nullptr || !float_operands(args[0], args[1], ops))
         return hand_back(kInner, args, nargs, kwnames);
-    PyObject* r = ops.f32 ? inner_typed<float>(ops.a, ops.b) : inner_typed<double>(ops.a, ops.b);
+    PyObject* r = ops.f32 ? inner_typed<float>(ops) : inner_typed<double>(ops);
     return settle(kInner, r, args, nargs, kwnames);
 }
 

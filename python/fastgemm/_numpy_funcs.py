@@ -1,10 +1,11 @@
 """np.dot and np.inner on fastgemm, and the module attributes the switch swaps for them.
 
 ``dot`` and ``inner`` are C functions (csrc/bindings/numpy_dot.cpp) with exactly NumPy's
-semantics: a call they compute themselves is a product of plain ndarrays of float32 / float64
-(mixed: float64, as NumPy converts), neither 0-d, whose shapes fit and whose memory fastgemm
-can address, and for ``dot`` an ``out`` NumPy would write into directly (an ndarray of the
-result's exact shape and dtype, C-contiguous, writeable, not overlapping an operand); every
+semantics: a call they compute themselves is a product of plain native ndarrays of float32 /
+float64 (mixed: float64, as NumPy converts; unaligned ones copied first, as NumPy does),
+neither 0-d, whose shapes fit, and for ``dot`` an ``out`` NumPy would write into directly (an
+ndarray of the result's exact shape and dtype, C-contiguous, writeable, not overlapping an
+operand); every
 other call -- other dtypes, subclasses and objects with ``__array_function__``, Python scalars
 and lists, bad input -- goes to NumPy's own function with the same arguments, which gives the
 result or raises its own exception. Floating-point exceptions are NumPy's too: a call whose
