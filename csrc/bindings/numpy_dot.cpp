@@ -1,10 +1,10 @@
 // np.dot and np.inner under the switch: fastgemm._core.numpy_dot / numpy_inner, which
 // fastgemm._numpy_funcs puts in place of NumPy's functions. Exact native ndarrays of float32 /
 // float64 are computed here (a mixed pair in float64, an unaligned operand copied first, as
-// NumPy does both); every other call -- other dtypes, subclasses and objects with __array_function__, scalars,
-// lists, 0-d operands, shapes that do not fit, an `out` NumPy would refuse or that overlaps an
-// operand, other keyword spellings -- goes to NumPy's original function with the very same
-// arguments, so the result or the exception is NumPy's.
+// NumPy does both); every other call -- other dtypes, subclasses and objects with
+// __array_function__, scalars, lists, 0-d operands, shapes that do not fit, an `out` NumPy
+// would refuse or that overlaps an operand, other keyword spellings -- goes to NumPy's original
+// function with the very same arguments, so the result or the exception is NumPy's.
 #include <pybind11/pybind11.h>
 
 #include <atomic>
@@ -386,9 +386,9 @@ PyObject* new_function(vectorcallfunc call) {
 
 void set_originals(py::object dot, py::object inner) {
     PyObject* given[kFuncs] = {dot.ptr(), inner.ptr()};
+    for (PyObject* f : given)
+        if (!PyCallable_Check(f)) throw py::type_error("set_numpy_originals: NumPy's functions must be callable");
     for (int f = 0; f < kFuncs; ++f) {
-        if (!PyCallable_Check(given[f]))
-            throw py::type_error("set_numpy_originals: NumPy's functions must be callable");
         Py_INCREF(given[f]);
         Py_XSETREF(g_original[f], given[f]);
     }

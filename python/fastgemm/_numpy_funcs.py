@@ -5,12 +5,11 @@ semantics: a call they compute themselves is a product of plain native ndarrays 
 float64 (mixed: float64, as NumPy converts; unaligned ones copied first, as NumPy does),
 neither 0-d, whose shapes fit, and for ``dot`` an ``out`` NumPy would write into directly (an
 ndarray of the result's exact shape and dtype, C-contiguous, writeable, not overlapping an
-operand); every
-other call -- other dtypes, subclasses and objects with ``__array_function__``, Python scalars
-and lists, bad input -- goes to NumPy's own function with the same arguments, which gives the
-result or raises its own exception. Floating-point exceptions are NumPy's too: a call whose
-product raised a flag (or, run on several threads, left a NaN or Inf) is recomputed by NumPy,
-which warns or raises as np.errstate says.
+operand); every other call -- other dtypes, subclasses and objects with ``__array_function__``,
+Python scalars and lists, bad input -- goes to NumPy's own function with the same arguments,
+which gives the result or raises its own exception. Floating-point exceptions are NumPy's too:
+a call whose product raised a flag (or, run on several threads, left a NaN or Inf) is
+recomputed by NumPy, which warns or raises as np.errstate says.
 
 The switch (fastgemm._patch) replaces ``dot`` and ``inner`` in every loaded ``numpy.*`` module
 that holds NumPy's function, which is where NumPy's own Python code finds them: ``tensordot``
@@ -53,8 +52,8 @@ _record_originals()
 
 for _name, _f in _OURS.items():
     _np_f = _originals[_name]
-    # What help(), inspect and pickle read: NumPy's name, docs and signature; pickled by name
-    # from this module, so an unpickled np.dot is whichever np.dot the loading process has.
+    # What help() and inspect read: NumPy's name, docs and signature. Pickled by name, as
+    # fastgemm._numpy_funcs.dot / .inner (what the Python functions before them pickled as).
     _f.__name__ = _f.__qualname__ = _name
     _f.__module__ = __name__
     _f.__doc__ = (_np_f.__doc__ or "") + (
