@@ -27,11 +27,13 @@ def _best(a: np.ndarray, b: np.ndarray, c: np.ndarray, calls: int, repeats: int)
     return best
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--sizes", default="2,3,4,8,16,24,32,48,64,96")
+def parse_and_pin(doc: str | None, sizes: str, rounds: int) -> argparse.Namespace:
+    """The options of the switch-off-and-on scripts (this one, switch_dot.py); puts NumPy's
+    BLAS (through threadpoolctl) and fastgemm on --threads threads."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default=sizes)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--rounds", type=int, default=3, help="alternations of the two states (default 3)")
+    p.add_argument("--rounds", type=int, default=rounds, help=f"alternations of the two states (default {rounds})")
     args = p.parse_args()
     try:
         from threadpoolctl import threadpool_limits
@@ -40,6 +42,11 @@ def main() -> None:
     except ImportError:
         print("(threadpoolctl not installed: NumPy's BLAS keeps its own thread count)")
     fg.set_num_threads(args.threads)
+    return args
+
+
+def main() -> None:
+    args = parse_and_pin(__doc__, "2,3,4,8,16,24,32,48,64,96", 3)
     rng = np.random.default_rng(0)
     print(f"fastgemm {fg.__version__}, kernel {fg.get_kernel()}, {args.threads} thread(s)")
     for dt in (np.float32, np.float64):

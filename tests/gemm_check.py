@@ -56,6 +56,19 @@ class Placed:
         return np.array_equal(self.buf, self._before)
 
 
+def on_threads(fn, counts=(1, 2)):
+    """[fn() with fastgemm on each thread count in turn]; the count in use is restored after."""
+    before = fastgemm.get_num_threads()
+    try:
+        results = []
+        for n in counts:
+            fastgemm.set_num_threads(n)
+            results.append(fn())
+        return results
+    finally:
+        fastgemm.set_num_threads(before)
+
+
 def random_matrix(rng, shape, dtype):
     return rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
 

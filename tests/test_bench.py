@@ -282,3 +282,26 @@ def test_ratio_under_unsteady_samples_or_load_is_flagged():
     after = report.table([res([2e-5, 2.02e-5])], ["fastgemm", "numpy"], {"float32": 100.0}, 2, load_after=5.0)
     assert ratio_cell(after) == "2.00x?" and "5.0 after" in after
     assert "ratios marked ?" in report.header(_machine([], load=3.0), "today")
+
+
+def test_switch_dot_group_times_np_dot_on_and_off(monkeypatch):
+    cases = suite.switch_dot_suite()
+    assert {(c.m, c.dtype) for c in cases} == {(s, dt) for s in (8, 16, 32, 64, 512) for dt in suite.DTYPES}
+    assert all(c.group == suite.SWITCH_DOT and not c.square and c.label().startswith("np.dot") for c in cases)
+    full = suite.full_suite()
+    assert set(cases) <= set(full) and len({c.key for c in full}) == len(full)
+    from fastgemm import _numpy_funcs
+
+    libs, _ = bm.competitors(1)
+    case = suite.Case(suite.SWITCH_DOT, 16, 16, 16, "float64")
+    rng = np.random.default_rng(5)
+    a, b = suite.operands(case, rng)
+    before = _numpy_funcs.calls()["dot"]
+    res = bm.run_case(case, libs, (a, b), repeats=2, budget=0.01, rng=rng)
+    after = _numpy_funcs.calls()["dot"]
+    assert res.check["ok"] and not res.libs["fastgemm"].error and not res.libs["numpy"].error
+    assert after["fastgemm"] > before["fastgemm"]  # the fastgemm column is the switch's np.dot
+    assert after["numpy"] == before["numpy"]  # NumPy's column calls NumPy's own, not through it
+    for name in ("torch", "blis"):
+        if name in res.libs:
+            assert "switch" in res.libs[name].error

@@ -7,7 +7,7 @@ import pytest
 
 import fastgemm
 from fastgemm import _core
-from gemm_check import DTYPES, assert_matches, reference
+from gemm_check import DTYPES, assert_matches, on_threads, reference
 
 SQUARES = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 64)
 BATCHED = {np.dtype(np.float32): _core.sgemm_batched, np.dtype(np.float64): _core.dgemm_batched}
@@ -118,14 +118,7 @@ def test_stack_nan_inf_propagate(kernel, n, dtype):
 def test_stack_same_bits_on_any_thread_count(n, dtype):
     rng = np.random.default_rng(3)
     a, b = _rand(rng, (2000, n, n), dtype), _rand(rng, (2000, n, n), dtype)
-    before = fastgemm.get_num_threads()
-    try:
-        fastgemm.set_num_threads(1)
-        one = fastgemm.matmul(a, b)
-        fastgemm.set_num_threads(2)
-        two = fastgemm.matmul(a, b)
-    finally:
-        fastgemm.set_num_threads(before)
+    one, two = on_threads(lambda: fastgemm.matmul(a, b))
     assert np.array_equal(one, two)
 
 

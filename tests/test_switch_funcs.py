@@ -11,6 +11,7 @@ import pytest
 
 import fastgemm
 from fastgemm import _core, _numpy_funcs
+from gemm_check import on_threads
 
 RNG = np.random.default_rng(13)
 U = {np.dtype(np.float32): 2.0**-24, np.dtype(np.float64): 2.0**-53}
@@ -264,12 +265,15 @@ def test_dot_out_matches_numpy():
         r = np.dot(x, x, out=x)
     assert r is x
     _close(x, want, 8)
-    # a 0-d out for a 1-D . 1-D product
+    # a 0-d out for a 1-D . 1-D product: NumPy writes it and returns a scalar, not out
     v = _rand((9,))
-    out0 = np.empty(())
+    want_out0, out0 = np.empty(()), np.empty(())
+    want = np.dot(v, v, out=want_out0)
     with fastgemm.patched():
-        assert np.dot(v, v, out=out0) is out0
-    _close(out0, np.dot(v, v), 9)
+        got = np.dot(v, v, out=out0)
+    assert type(got) is type(want) is np.float64
+    _close(out0, want_out0, 9)
+    _close(got, want, 9)
 
 
 def test_multi_dot_and_tensordot_match_numpy():
@@ -331,3 +335,384 @@ def test_floating_point_errors_are_reported_as_numpy_does():
             before = _numpy_funcs.calls()["dot"]["fastgemm"]
             np.dot(a, np.ones((2, 2)))
             assert _numpy_funcs.calls()["dot"]["fastgemm"] == before + 1
+
+
+# --- np.dot / np.inner in C (csrc/bindings/numpy_dot.cpp) ------------------------------------
+
+UNIT_ROUNDOFF = {np.dtype(np.float32): 2.0**-24, np.dtype(np.float64): 2.0**-53}
+FLOAT_CODES = ("f4", "f8")
+
+
+def _calls(name):
+    return _numpy_funcs.calls()[name]["fastgemm"]
+
+
+def _check_dot(got, a, b, inner=False):
+    """NumPy's result type, dtype and shape, and values within the K-scaled bound of
+    tests/gemm_check.py (c = 2) of the product in a wider type. Call with the switch off."""
+    f = np.inner if inner else np.dot
+    want = f(a, b)
+    assert type(got) is type(want)
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    wide = np.float64 if want.dtype == np.float32 else np.longdouble
+    a, b = np.asarray(a, wide), np.asarray(b, wide)
+    ref, mag = f(a, b), f(np.abs(a), np.abs(b))
+    k = a.shape[-1]
+    bound = 2 * (k + 2) * UNIT_ROUNDOFF[want.dtype] * mag + np.finfo(want.dtype).tiny
+    assert np.all(np.abs(got.astype(wide) - ref) <= bound)
+
+
+FLOAT_PRODUCTS = [
+    ("dot", (8, 8), (8, 8)),
+    ("dot", (16, 16), (16, 16)),
+    ("dot", (33, 17), (17, 5)),
+    ("dot", (1, 9), (9, 1)),
+    ("dot", (9,), (9,)),
+    ("dot", (9,), (9, 4)),
+    ("dot", (4, 9), (9,)),
+    ("dot", (2, 3, 9), (9,)),
+    ("dot", (9,), (2, 9, 4)),
+    ("dot", (2, 3, 9), (5, 9, 4)),
+    ("dot", (2, 1, 3, 9), (1, 5, 9, 4)),
+    ("dot", (4, 0), (0, 3)),
+    ("dot", (0, 4), (4, 3)),
+    ("dot", (3, 4), (4, 0)),
+    ("dot", (2, 0, 4), (3, 4, 5)),
+    ("dot", (4000,), (4000,)),  # 16 KiB float32: still fastgemm's; float64 goes to NumPy's BLAS dot
+    ("inner", (8, 8), (8, 8)),
+    ("inner", (9,), (9,)),
+    ("inner", (5, 9), (9,)),
+    ("inner", (2, 3, 9), (4, 9)),
+    ("inner", (2, 3, 9), (4, 2, 9)),
+    ("inner", (0, 9), (3, 9)),
+    ("inner", (4000,), (4000,)),
+]
+
+
+@pytest.mark.parametrize("func,sa,sb", FLOAT_PRODUCTS)
+@pytest.mark.parametrize("da,db", [(x, y) for x in FLOAT_CODES for y in FLOAT_CODES])
+def test_float_products_run_on_fastgemm(func, sa, sb, da, db, kernel):
+    a, b = _rand(sa, da), _rand(sb, db)
+    with fastgemm.patched():
+        before = _calls(func)
+        got = getattr(np, func)(a, b)
+        computed = _calls(func) - before
+    _check_dot(got, a, b, inner=func == "inner")
+    long_vectors = len(sa) == len(sb) == 1 and sa[0] * np.result_type(a, b).itemsize > 16384
+    assert computed == (0 if long_vectors else 1)
+
+
+def _views(dtype):
+    """Operand layouts fastgemm reads in place or copies: (name, a, b) with a . b defined."""
+    base = _rand((6, 10, 14), dtype)
+    m = _rand((14, 12), dtype)
+    return [
+        ("transposed a", _rand((14, 6), dtype).T, m),
+        ("transposed b", _rand((6, 14), dtype), _rand((12, 14), dtype).T),
+        ("stepped", base[:, ::2, :][0], m[:, ::3]),
+        ("negative strides", base[0, ::-1, ::-1], m[::-1]),
+        ("broadcast (zero strides)", np.broadcast_to(_rand((14,), dtype), (5, 14)), m),
+        ("N-d a whose rows do not merge (copied)", base[:, ::2, :], m),
+        ("N-d a, column-major", np.asfortranarray(base), m),
+        ("N-d b stepped", _rand((3, 14), dtype), _rand((4, 14, 24), dtype)[:, :, ::2]),
+        ("1-D stepped", base[0, 0, ::2], _rand((7,), dtype)),
+        ("unaligned (copied, as NumPy copies it)", _unaligned(_rand((6, 14), dtype)), m),
+        ("strides in parts of elements (copied)", _odd_strides(_rand((6, 14), dtype)), m),
+    ]
+
+
+def _unaligned(x):
+    """x's values in memory one byte off its dtype's alignment (as distributed's frames give)."""
+    buf = np.empty(x.nbytes + 1, np.uint8)
+    y = np.ndarray(x.shape, x.dtype, buffer=buf, offset=1)
+    y[...] = x
+    assert not y.flags.aligned
+    return y
+
+
+def _odd_strides(x):
+    """x's values with a row stride that is not a whole number of elements."""
+    rs = x.shape[1] * x.itemsize + 3
+    buf = np.zeros(rs * x.shape[0] + 8, np.uint8)
+    y = np.ndarray(x.shape, x.dtype, buffer=buf, offset=0, strides=(rs, x.itemsize))
+    y[...] = x
+    return y
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dot_reads_every_strided_layout(dtype):
+    for name, a, b in _views(dtype):
+        with fastgemm.patched():
+            before = _calls("dot")
+            got = np.dot(a, b)
+            assert _calls("dot") == before + 1, name
+        _check_dot(got, a, b)
+
+
+ALL_CODES = ("?", "u1", "i4", "i8", "f2", "f4", "f8", "c8", "c16", "O", ">f8", ">f4")
+
+
+@pytest.mark.parametrize("da", ALL_CODES)
+@pytest.mark.parametrize("db", ALL_CODES)
+def test_every_dtype_pair_is_numpys_answer(da, db):
+    """Float32 / float64 pairs on fastgemm, every other pair handed to NumPy's own function."""
+    a, b = (_rand((5, 7)) * 4).astype(da), (_rand((7, 3)) * 4).astype(db)
+    want = [_outcome(np.dot, a, b), _outcome(np.inner, a, b.T)]
+    with fastgemm.patched():
+        before = (_calls("dot"), _calls("inner"))
+        got = [_outcome(np.dot, a, b), _outcome(np.inner, a, b.T)]
+        computed = (_calls("dot") - before[0], _calls("inner") - before[1])
+    for g, w in zip(got, want):
+        _same(g, w, 7)
+    assert computed == ((1, 1) if da in FLOAT_CODES and db in FLOAT_CODES else (0, 0))
+
+
+class _Sub(np.ndarray):
+    pass
+
+
+class _Duck:
+    """Not an array; NumPy's dispatch hands np.dot / np.inner to its __array_function__."""
+
+    def __array_function__(self, func, types, args, kwargs):
+        return ("duck", func.__name__)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # np.matrix
+def test_odd_operands_go_to_numpy_with_numpys_answer():
+    a, b, v = _rand((6, 5)), _rand((5, 4)), _rand((5,))
+    cases = [
+        (a.view(_Sub), b),
+        (a, b.view(_Sub)),
+        (np.matrix(a), np.matrix(b)),
+        (np.ma.masked_array(a, mask=a > 0.5), b),
+        (_Duck(), b),
+        (a, _Duck()),
+        (np.float32(2), b),
+        (np.array(2.0), b),  # 0-d arrays: NumPy multiplies
+        (a, np.array(2.0)),
+        (2.0, 3.0),
+        (a.tolist(), v.tolist()),
+        (a, b[:4]),  # shapes that do not fit: NumPy's ValueError
+        (v, v[:4]),
+        (a.astype(np.longdouble), b),
+    ]
+    for x, y in cases:
+        for f in (np.dot, np.inner):
+            yy = y.T if f is np.inner and isinstance(y, np.ndarray) and y.ndim == 2 else y
+            want = _outcome(f, x, yy)
+            with fastgemm.patched():
+                before = (_calls("dot"), _calls("inner"))
+                got = _outcome(f, x, yy)
+                assert (_calls("dot"), _calls("inner")) == before, (f, type(x), type(y))
+            _same(got, want, 5)
+
+
+def test_dot_argument_spellings_are_numpys():
+    a, b = _rand((6, 5)), _rand((5, 4))
+    spellings = [
+        ((a, b), {}),
+        ((a, b, None), {}),
+        ((a, b), {"out": None}),
+        ((a,), {"b": b}),
+        ((), {"a": a, "b": b}),
+        ((a, b), {"out": np.empty((6, 4))}),
+        ((a, b, np.empty((6, 4))), {}),
+        ((a, b), {"c": 1}),  # unknown keyword: NumPy's TypeError
+        ((a, b, None, None), {}),
+        ((a,), {}),
+        ((a, b), {"out": [[0.0] * 4] * 6}),  # not an array: NumPy's TypeError
+    ]
+    for args, kwargs in spellings:
+        want = _outcome(np.dot, *args, **kwargs)
+        with fastgemm.patched():
+            got = _outcome(np.dot, *args, **kwargs)
+        assert got[0] == want[0], (args, kwargs)
+        if want[0] == "raise":
+            assert got[1] is want[1]
+        else:
+            _close(got[1], want[1], 5)
+    for args, kwargs in [((a, b.T), {}), ((a,), {}), ((a, b.T), {"out": None}), ((), {"a": a, "b": b.T})]:
+        want = _outcome(np.inner, *args, **kwargs)
+        with fastgemm.patched():
+            got = _outcome(np.inner, *args, **kwargs)
+        assert got[0] == want[0] and (got[0] == "ok" or got[1] is want[1]), (args, kwargs)
+
+
+def _out_cases(dtype):
+    """(name, a, b, out) for every rule NumPy's dot applies to `out`; the same values (and
+    layouts) on every call."""
+    rng = np.random.default_rng(7)
+
+    def rand(*shape):
+        return rng.uniform(-1, 1, size=shape).astype(dtype)
+
+    a, b, v = rand(6, 5), rand(5, 4), rand(5)
+    other = np.float32 if dtype == np.float64 else np.float64
+    ro = np.empty((6, 4), dtype)
+    ro.flags.writeable = False
+    shared, square = rand(6, 5), rand(4, 4)
+    mixed = rng.uniform(-1, 1, size=(6, 10)).astype(np.float32)
+    mixed_out = mixed.reshape(-1).view(np.float64)[:24].reshape(6, 4)  # float64 over mixed's bytes
+    return [
+        ("accepted", a, b, np.empty((6, 4), dtype)),
+        ("accepted 1-D", a, v, np.empty(6, dtype)),
+        ("accepted 0-d", v, v, np.empty((), dtype)),
+        ("accepted N-d", rand(2, 3, 5), rand(2, 5, 4), np.empty((2, 3, 2, 4), dtype)),
+        ("wrong dtype", a, b, np.empty((6, 4), other)),
+        ("wrong shape", a, b, np.empty((4, 6), dtype)),
+        ("wrong ndim", a, b, np.empty(24, dtype)),
+        ("not C-contiguous", a, b, np.empty((4, 6), dtype).T),
+        ("stepped", a, b, np.empty((6, 8), dtype)[:, ::2]),
+        ("read-only", a, b, ro),
+        ("byte-swapped", a, b, np.empty((6, 4), np.dtype(dtype).newbyteorder())),
+        ("subclass", a, b, np.empty((6, 4), dtype).view(_Sub)),
+        ("overlaps a", shared, b, shared.reshape(-1)[:24].reshape(6, 4)),
+        ("overlaps a float32 operand converted to float64", mixed[:, :5], b.astype(np.float64), mixed_out),
+        ("is b", square, square, square),
+    ]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dot_out_follows_numpys_rules(dtype):
+    for (name, a, b, out), (_, wa, wb, wout) in zip(_out_cases(dtype), _out_cases(dtype)):
+        want = _outcome(np.dot, wa, wb, out=wout)
+        with fastgemm.patched():
+            before = _calls("dot")
+            got = _outcome(np.dot, a, b, out=out)
+            computed = _calls("dot") - before
+        assert got[0] == want[0], name
+        if want[0] == "raise":
+            assert got[1] is want[1], name
+            assert computed == 0
+            continue
+        assert type(got[1]) is type(want[1]), name
+        if isinstance(want[1], np.ndarray):
+            assert got[1] is out, name  # NumPy returns out itself (a 0-d one as a scalar)
+        _close(out, wout, 5)
+        # fastgemm writes an out NumPy would write directly; one sharing memory goes to NumPy
+        assert computed == (1 if name.startswith("accepted") else 0), name
+
+
+FP_CASES = {
+    "inf*0": ([[np.inf, 1.0], [1.0, 1.0]], [[0.0, 1.0], [1.0, 1.0]]),
+    "inf-inf": ([[np.inf, 1.0], [1.0, 1.0]], [[-1.0, -1.0], [np.inf, -1.0]]),
+    "nan in": ([[np.nan, 1.0], [1.0, 1.0]], [[1.0, 1.0], [1.0, 1.0]]),
+    "inf in, finite out": ([[np.inf, 0.0], [1.0, 1.0]], [[1.0, 1.0], [1.0, 1.0]]),
+    "overflow": ([["big", 1.0], [1.0, 1.0]], [["big", 1.0], [1.0, 1.0]]),
+    "underflow": ([["tiny", 0.0], [0.0, 1.0]], [["tiny", 0.0], [0.0, 1.0]]),
+}
+
+
+def _fp_operands(case, dtype, shape):
+    big, tiny = (1e30, 1e-30) if dtype == np.float32 else (1e200, 1e-200)
+
+    def arr(rows):
+        x = np.array([[{"big": big, "tiny": tiny}.get(v, v) for v in r] for r in rows], dtype)
+        if shape == "2x2":
+            return x
+        if shape == "vector":
+            return x[0]
+        y = np.ones((300, 300), dtype)  # threaded on 2 threads
+        y[:2, :2] = x
+        return y
+
+    a, b = FP_CASES[case]
+    return arr(a), arr(b)
+
+
+def _fp_outcome(f, a, b, mode):
+    seen = []
+    kwargs = {"all": mode, "call": lambda kind, flag: seen.append(kind)} if mode == "call" else {"all": mode}
+    with warnings.catch_warnings(record=True) as caught, np.errstate(**kwargs):
+        warnings.simplefilter("always")
+        try:
+            r = f(a, b)
+        except FloatingPointError as e:
+            return "raise", str(e)
+    return [str(w.message) for w in caught], seen, np.isnan(r).sum(), np.isinf(r).sum()
+
+
+@pytest.mark.parametrize("case", list(FP_CASES))
+@pytest.mark.parametrize("shape", ["2x2", "vector", "300x300"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_floating_point_reports_are_numpys(case, shape, dtype):
+    """Warnings, exceptions and errstate callbacks as NumPy's dot gives them, on 1 or 2 threads."""
+    a, b = _fp_operands(case, dtype, shape)
+    threads = fastgemm.get_num_threads()
+    fastgemm.set_num_threads(2)
+    try:
+        for mode in ("warn", "raise", "call", "ignore"):
+            for f, bb in ((np.dot, b), (np.inner, b.T)):
+                want = _fp_outcome(f, a, bb, mode)
+                with fastgemm.patched():
+                    got = _fp_outcome(f, a, bb, mode)
+                assert got == want, (f.__name__, mode)
+    finally:
+        fastgemm.set_num_threads(threads)
+
+
+def test_flagged_products_stay_on_fastgemm_when_errstate_ignores_all():
+    a, b = _fp_operands("inf*0", np.float64, "2x2")
+    with fastgemm.patched():
+        before = _calls("dot")
+        with np.errstate(all="ignore"):
+            np.dot(a, b)
+        assert _calls("dot") == before + 1
+        with np.errstate(all="ignore", invalid="warn"), pytest.warns(RuntimeWarning, match="invalid value"):
+            np.dot(a, b)
+        assert _calls("dot") == before + 1  # recomputed by NumPy, which warned
+
+
+def test_dot_from_many_threads_at_once():
+    import threading
+
+    mats = [(_rand((40 + i, 30), np.float32), _rand((30, 20 + i), np.float32)) for i in range(8)]
+    wants = [np.dot(a, b) for a, b in mats]
+    errors = []
+
+    def work(i):
+        a, b = mats[i]
+        for _ in range(50):
+            got = np.dot(a, b, out=np.empty_like(wants[i])) if i % 2 else np.dot(a, b)
+            if not np.allclose(got, wants[i], rtol=1e-5, atol=1e-5):
+                errors.append(i)
+
+    with fastgemm.patched():
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dot_has_the_same_bits_on_any_thread_count(dtype):
+    a, b = _rand((300, 200), dtype), _rand((200, 260), dtype)
+    with fastgemm.patched():
+        one, two = on_threads(lambda: np.dot(a, b))
+    assert np.array_equal(one, two)
+
+
+def test_replacements_look_like_numpys_functions():
+    import inspect
+
+    originals = {"dot": np.dot, "inner": np.inner}
+    with fastgemm.patched():
+        for name, original in originals.items():
+            ours = getattr(np, name)
+            assert ours is not original
+            assert ours.__name__ == name and name in repr(ours)
+            assert inspect.signature(ours) == inspect.signature(original)
+            assert ours.__doc__.startswith(original.__doc__)
+            assert pickle.loads(pickle.dumps(ours)) is ours
+
+            class Holder:
+                f = ours  # bound like a function, as NumPy's dispatcher is
+
+            class NumpyHolder:
+                f = original
+
+            assert _outcome(Holder().f, _rand((3,)))[0] == _outcome(NumpyHolder().f, _rand((3,)))[0]

@@ -5,67 +5,18 @@
 // general path, which also raises every error.
 #include <pybind11/pybind11.h>
 
-#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
-#include <numpy/arrayobject.h>
-
 #include <cstdint>
 #include <exception>
 #include <vector>
 
-#include "../fastgemm/batched.hpp"
-#include "../fastgemm/gemm.hpp"
+#include "raw_call.hpp"
 #include "registrations.hpp"
 
 namespace py = pybind11;
 using namespace fastgemm;
+using namespace fastgemm::bindings;
 
 namespace {
-
-// Above this many multiply-adds the GIL is released (releasing it costs more than a tiny product).
-constexpr double kReleaseGilWork = 32768;
-
-template <typename T>
-constexpr int type_num() {
-    return sizeof(T) == 4 ? NPY_FLOAT : NPY_DOUBLE;
-}
-
-// An exact ndarray of T, native byte order, aligned, strides whole elements.
-template <typename T>
-PyArrayObject* usable(PyObject* o) {
-    if (!PyArray_CheckExact(o)) return nullptr;
-    auto* x = reinterpret_cast<PyArrayObject*>(o);
-    if (PyArray_TYPE(x) != type_num<T>() || !PyArray_ISNOTSWAPPED(x) || !PyArray_ISALIGNED(x)) return nullptr;
-    for (int d = 0; d < PyArray_NDIM(x); ++d)
-        if (PyArray_STRIDE(x, d) % npy_intp(sizeof(T))) return nullptr;
-    return x;
-}
-
-template <typename T>
-View<T> matrix(PyArrayObject* x, bool transpose) {
-    const int nd = PyArray_NDIM(x);
-    const npy_intp e = sizeof(T);
-    View<T> v{static_cast<T*>(PyArray_DATA(x)), PyArray_DIM(x, nd - 2), PyArray_DIM(x, nd - 1),
-              PyArray_STRIDE(x, nd - 2) / e, PyArray_STRIDE(x, nd - 1) / e};
-    if (transpose) v = {v.data, v.cols, v.rows, v.cs, v.rs};
-    return v;
-}
-
-// Byte ranges [lo, hi) of two arrays intersect (NumPy's cheap may_share_memory test).
-bool bounds_overlap(PyArrayObject* x, PyArrayObject* y) {
-    npy_intp xl, xh, yl, yh;
-    auto bounds = [](PyArrayObject* a, npy_intp& lo, npy_intp& hi) {
-        lo = hi = reinterpret_cast<npy_intp>(PyArray_DATA(a));
-        for (int d = 0; d < PyArray_NDIM(a); ++d) {
-            const npy_intp reach = (PyArray_DIM(a, d) - 1) * PyArray_STRIDE(a, d);
-            if (PyArray_DIM(a, d) == 0) return false;
-            (reach < 0 ? lo : hi) += reach;
-        }
-        hi += PyArray_ITEMSIZE(a);
-        return true;
-    };
-    if (!bounds(x, xl, xh) || !bounds(y, yl, yh)) return false;
-    return xl < yh && yl < xh;
-}
 
 bool flag(PyObject* o, bool& out) {
     if (o == Py_False) return out = false, true;
@@ -81,18 +32,6 @@ bool real(PyObject* o, double& out) {
         return true;
     }
     return false;
-}
-
-PyObject* not_implemented() { Py_RETURN_NOTIMPLEMENTED; }
-
-template <typename T>
-void run(double work, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
-    if (work > kReleaseGilWork) {
-        Py_BEGIN_ALLOW_THREADS gemm<T>(alpha, a, b, beta, c);
-        Py_END_ALLOW_THREADS
-    } else {
-        gemm<T>(alpha, a, b, beta, c);
-    }
 }
 
 // gemm_call(a, b, c, alpha, beta, trans_a, trans_b): C or NotImplemented.
@@ -122,7 +61,7 @@ PyObject* gemm_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
         Py_INCREF(c);
     }
     try {
-        run<T>(double(va.rows) * double(vb.cols) * double(va.cols), T(alpha), va, vb, T(beta), matrix<T>(c, false));
+        run<T>(T(alpha), va, vb, T(beta), matrix<T>(c, false));
     } catch (const std::exception&) {
         Py_DECREF(c);
         return not_implemented();  // the general path raises the right error
@@ -178,14 +117,7 @@ PyObject* matmul_typed(PyArrayObject* a, PyArrayObject* b, PyObject* out_obj) {
     const View<T> vc = matrix<T>(c, false);
     try {
         if (out_obj != Py_None && !c_disjoint(vc, axes)) throw std::invalid_argument("out overlaps itself");
-        double work = double(va.rows) * double(vb.cols) * double(va.cols);
-        for (const BatchAxis& ax : axes) work *= double(ax.size);
-        if (work > kReleaseGilWork) {
-            Py_BEGIN_ALLOW_THREADS gemm_batched<T>(T(1), va, vb, T(0), vc, axes);
-            Py_END_ALLOW_THREADS
-        } else {
-            gemm_batched<T>(T(1), va, vb, T(0), vc, axes);
-        }
+        run<T>(T(1), va, vb, T(0), vc, axes);
     } catch (const std::exception&) {
         Py_DECREF(c);
         return not_implemented();

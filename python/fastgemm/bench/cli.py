@@ -83,6 +83,12 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
         help="comma-separated shapes instead of the suite: N (N x N x N), MxNxK, "
         "B*MxNxK (B stacked products), e.g. 512,1024x2048x256,1000*64",
     )
+    which.add_argument(
+        "--switch-dot",
+        action="store_true",
+        help="np.dot on 8, 16, 32, 64 and 512 squares with fastgemm's switch on (the fastgemm "
+        "column) against NumPy's own np.dot (also the last group of the full suite)",
+    )
     b.add_argument(
         "--dtype",
         type=_dtypes,
@@ -129,6 +135,8 @@ def _plan(args: argparse.Namespace) -> list[Any]:
             return suite.parse_shapes(args.shapes, args.dtype)
         except ValueError as e:
             raise UsageError(str(e)) from None
+    if args.switch_dot:
+        return suite.switch_dot_suite(args.dtype)
     return suite.quick_suite(args.dtype) if args.quick else suite.full_suite(args.dtype)
 
 

@@ -28,8 +28,8 @@ import numpy as np
 
 import fastgemm as fg
 
-from .. import _core
-from .suite import LOWP_DTYPES, Case
+from .. import _core, _numpy_funcs
+from .suite import LOWP_DTYPES, SWITCH_DOT, Case
 
 MIN_SAMPLE_S = 2e-3
 MIN_REPEATS, MAX_REPEATS = 3, 50
@@ -55,6 +55,9 @@ class FastGemm:
         fg.set_num_threads(threads)
 
     def prepare(self, case, a, b):
+        if case.group == SWITCH_DOT:  # the object np.dot is while the switch is on
+            dot = _numpy_funcs.dot
+            return lambda: dot(a, b)
         if case.batch or case.dtype in LOWP_DTYPES:  # 2-byte: NumPy's result dtype, as np.matmul
             return lambda: fg.matmul(a, b)
         gemm = fg.sgemm if case.dtype == "float32" else fg.dgemm
@@ -73,7 +76,15 @@ class NumPy:
                 "NumPy's float16 matmul is a scalar loop (~0.5 GFLOP/s): not timed above 512^3; "
                 "time 512^3 or smaller and scale"
             )
+        if case.group == SWITCH_DOT:  # NumPy's own np.dot, whether or not the switch is on now
+            dot = _numpy_funcs.original("dot")
+            return lambda: dot(a, b)
         return lambda: np.matmul(a, b)
+
+
+def _numpy_only(case):
+    if case.group == SWITCH_DOT:
+        raise Unsupported("switch dot compares np.dot with fastgemm's switch on and off")
 
 
 class Torch:
@@ -86,6 +97,7 @@ class Torch:
         torch.set_num_threads(threads)
 
     def prepare(self, case, a, b):
+        _numpy_only(case)
         try:
             ta, tb = self.torch.from_numpy(a), self.torch.from_numpy(b)
         except (TypeError, ValueError, RuntimeError) as e:
@@ -116,6 +128,7 @@ class Blis:
         raise Unsupported("blis.py.gemm needs C-ordered or transposed operands")
 
     def prepare(self, case, a, b):
+        _numpy_only(case)
         if case.batch:
             raise Unsupported("blis.py.gemm has no batched form")
         if self.threads != 1:

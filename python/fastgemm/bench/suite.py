@@ -60,15 +60,20 @@ class Case:
 
     @property
     def square(self):
-        return self.batch == 0 and self.layout == "contiguous" and self.m == self.n == self.k
+        return (
+            self.group != SWITCH_DOT and self.batch == 0 and self.layout == "contiguous" and self.m == self.n == self.k
+        )
 
     @property
     def key(self):
         """Identifies the same measurement across runs (for --compare)."""
-        return f"{self.shape}/b{self.batch}/{self.dtype}/{self.layout}"
+        key = f"{self.shape}/b{self.batch}/{self.dtype}/{self.layout}"
+        return f"{key}/np.dot" if self.group == SWITCH_DOT else key
 
     def label(self):
         s = self.shape if not self.batch else f"{self.batch}*{self.shape}"
+        if self.group == SWITCH_DOT:
+            return f"np.dot {s}"
         return s if self.layout == "contiguous" else f"{s} {self.layout}"
 
 
@@ -84,6 +89,10 @@ LLM = (
     ("llm", 8192, 64, 8192),  # one attention head's projection
 )
 STACKED = ((100000, 3), (10000, 8), (4096, 16), (1000, 32), (1000, 64))
+# np.dot itself, switch on ("fastgemm": fastgemm's np.dot) against NumPy's own np.dot: the
+# per-call cost of the replaced function at small sizes, the fast path at 512.
+SWITCH_DOT = "switch dot"
+SWITCH_DOT_SIZES = (8, 16, 32, 64, 512)
 STRIDED_SIZE = 2048  # the size issue 2's "strided costs <= 5%" target is stated at
 
 
@@ -111,7 +120,12 @@ def full_suite(dtype_choice=None):
         cases += [Case("stacked", s, s, s, dt, batch=b) for b, s in STACKED]
         s = STRIDED_SIZE
         cases += [Case("strided", s, s, s, dt, layout=lay) for lay in LAYOUTS if lay != "contiguous"]
-    return cases
+    return cases + switch_dot_suite(dtype_choice)
+
+
+def switch_dot_suite(dtype_choice=None):
+    """np.dot on single squares with the switch on against NumPy's own np.dot."""
+    return [Case(SWITCH_DOT, s, s, s, dt) for dt in _both(dtype_choice, DTYPES) for s in SWITCH_DOT_SIZES]
 
 
 def quick_suite(dtype_choice=None):
