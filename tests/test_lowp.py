@@ -25,6 +25,8 @@ F16 = np.dtype(np.float16)
 LOWP = (F16, BF16)
 U32 = 2.0**-24
 U_OUT = {F16: 2.0**-11, BF16: 2.0**-8, np.dtype(np.float32): 0.0}
+# Half the spacing of the output type's subnormals: a rounding there is absolute, not relative.
+SUB_OUT = {F16: 2.0**-25, BF16: 2.0**-134, np.dtype(np.float32): 0.0}
 RNG = np.random.default_rng(1111)
 
 
@@ -44,7 +46,8 @@ def check(got, a, b, *, alpha=1.0, beta=0.0, c0=None, out_dtype=np.float32, what
             mag = mag + abs(beta) * abs(c64)
     k = a64.shape[-1]
     with np.errstate(invalid="ignore"):
-        bound = 2 * (k + 2) * (U32 * mag + 2.0**-149) + U_OUT[np.dtype(out_dtype)] * abs(ref)
+        out = np.dtype(out_dtype)
+        bound = 2 * (k + 2) * (U32 * mag + 2.0**-149) + U_OUT[out] * abs(ref) + SUB_OUT[out]
     assert got.dtype == np.dtype(out_dtype), what
     assert got.shape == ref.shape, what
     g = np.asarray(got).astype(np.float64)
@@ -274,6 +277,74 @@ def test_matmul_out(dt):
     out64 = np.empty((3, 20, 25), np.float64)
     fastgemm.matmul(a, b, out=out64)
     assert np.array_equal(out64, np.matmul(a, b, out=np.empty_like(out64)))
+
+
+@pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
+@pytest.mark.parametrize("n", [2, 3, 4, 7, 8, 9, 16, 17, 32, 33, 48, 96])
+def test_small_products_are_sgemm_on_the_widened_inputs(dt, n, kernel):
+    """Small 2-byte products and stacks are widened whole and run on the float32 small kernels:
+    fastgemm.matmul of the float32 copies gives the same bits (float16: then rounded once)."""
+    for sa, sb in (((n, n), (n, n)), ((5, n, n), (5, n, n)), ((n, n + 1), (n + 1, 3)), ((4, n, 2), (2, n))):
+        a, b = rand(sa, dt), rand(sb, dt)
+        got = np.asarray(fastgemm.matmul(a, b))
+        want = np.asarray(fastgemm.matmul(a.astype(np.float32), b.astype(np.float32)))
+        assert np.array_equal(got, want.astype(got.dtype)), (sa, sb)
+        check(got, a, b, out_dtype=got.dtype, what=f"{sa} {sb}")
+
+
+@pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
+def test_small_stacks_broadcast_strided_and_transposed(dt, kernel):
+    """Stacks of small products whose items are broadcast, strided or transposed, and a
+    column-major out (computed as C^T = B^T A^T), against the reference."""
+    a, b = rand((6, 9, 11), dt), rand((6, 11, 10), dt)
+    cases = [
+        (a, b[0]),  # B broadcast
+        (a[0], b),  # A broadcast
+        (a[:, :, ::-1], b[:, ::-1, :]),  # negative strides along k
+        (a.transpose(0, 2, 1)[:, :9, :], b[:, :9, :]),  # A column-major items
+        (a[::2], b[::2]),  # items two apart
+    ]
+    for x, y in cases:
+        check(np.asarray(fastgemm.matmul(x, y)), x, y, out_dtype=result(dt))
+    rdt = result(dt)
+    out = np.empty((6, 10, 9), rdt).transpose(0, 2, 1)
+    fastgemm.matmul(a, b, out=out)
+    check(out, a, b, out_dtype=rdt)
+    c = rand((9, 10), np.float32)
+    cf = np.asfortranarray(c)
+    fastgemm.gemm(a[0], b[0], cf, alpha=2.0, beta=-1.0)  # column-major C, one product
+    check(cf, a[0], b[0], alpha=2.0, beta=-1.0, c0=c)
+
+
+@pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
+def test_small_stack_on_two_threads_gives_the_same_bits(dt):
+    a, b = rand((3000, 8, 8), dt), rand((3000, 8, 8), dt)
+    before = fastgemm.get_num_threads()
+    try:
+        fastgemm.set_num_threads(1)
+        one = fastgemm.matmul(a, b)
+        fastgemm.set_num_threads(2)
+        two = fastgemm.matmul(a, b)
+    finally:
+        fastgemm.set_num_threads(before)
+    assert np.array_equal(one, two)
+    check(one[::97], a[::97], b[::97], out_dtype=result(dt))
+
+
+def test_small_inf_in_a_raises_no_flag():
+    """A small product with Inf in A and no NaN in its result raises no FE_INVALID from the
+    kernels' masked lanes (the flag rule of "Numerics")."""
+    for dt in LOWP:
+        a, b = rand((5, 7), dt), np.abs(rand((7, 5), dt)) + np.asarray(0.5, dt)
+        a[1, 2] = np.inf
+        with np.errstate(invalid="raise"):
+            got = fastgemm.matmul(a, b)
+            stack = fastgemm.matmul(np.stack([a] * 4), np.stack([b] * 4))
+        assert np.isinf(got[1]).all() and np.isinf(stack[:, 1]).all()
+
+
+def result(dt):
+    return np.matmul(np.zeros((1, 1), dt), np.zeros((1, 1), dt)).dtype
 
 
 def test_matmul_float16_rounds_once_from_float32():

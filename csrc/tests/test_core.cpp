@@ -562,21 +562,30 @@ void run_lowp(const fastgemm::KernelSet& ks) {
 }
 
 // gemm_lowp_batched: a broadcast A (zero batch stride) over a stack of B, spread over threads
-// by batch, gives bitwise what gemm_lowp gives item by item.
+// by batch, gives bitwise what gemm_lowp gives item by item; widened small stacks (grouped,
+// the fixed 8^3 kernel, a column-major C) too.
 template <typename S>
 void lowp_batched(const fastgemm::KernelSet& ks) {
-    const int64_t m = 40, n = 64, k = 100, items = 20;  // 2 threads by batch, 1 per item
-    std::vector<S> a(size_t(m * k)), b(size_t(items * k * n));
-    for (S& x : a) x = to_storage<S>(float(uniform()));
-    for (S& x : b) x = to_storage<S>(float(uniform()));
-    std::vector<float> c(size_t(items * m * n), 5.0f), want(c);
-    for (int64_t i = 0; i < items; ++i)
-        fastgemm::gemm_lowp<S>(0.5f, {a.data(), m, k, k, 1}, {b.data() + i * k * n, k, n, n, 1}, -1.0f,
-                               {want.data() + i * m * n, m, n, n, 1});
-    fastgemm::gemm_lowp_batched<S>(0.5f, {a.data(), m, k, k, 1}, {b.data(), k, n, n, 1}, -1.0f, {c.data(), m, n, n, 1},
-                                   {{items, 0, k * n, m * n}});
-    report(std::memcmp(c.data(), want.data(), c.size() * 4) == 0,
-           std::string(ks.name) + " lowp " + storage_name<S>() + " batched = item by item");
+    struct Shape {
+        int64_t m, n, k, items;
+        bool col_major_c;
+    };
+    for (const Shape& sh : {Shape{40, 64, 100, 20, false}, Shape{8, 8, 8, 300, false}, Shape{7, 5, 9, 70, true}}) {
+        const int64_t m = sh.m, n = sh.n, k = sh.k, items = sh.items;  // 40 x 64 x 100: 2 threads by batch
+        std::vector<S> a(size_t(m * k)), b(size_t(items * k * n));
+        for (S& x : a) x = to_storage<S>(float(uniform()));
+        for (S& x : b) x = to_storage<S>(float(uniform()));
+        std::vector<float> c(size_t(items * m * n), 5.0f), want(c);
+        const int64_t rsc = sh.col_major_c ? 1 : n, csc = sh.col_major_c ? m : 1;
+        for (int64_t i = 0; i < items; ++i)
+            fastgemm::gemm_lowp<S>(0.5f, {a.data(), m, k, k, 1}, {b.data() + i * k * n, k, n, n, 1}, -1.0f,
+                                   {want.data() + i * m * n, m, n, rsc, csc});
+        fastgemm::gemm_lowp_batched<S>(0.5f, {a.data(), m, k, k, 1}, {b.data(), k, n, n, 1}, -1.0f,
+                                       {c.data(), m, n, rsc, csc}, {{items, 0, k * n, m * n}});
+        report(std::memcmp(c.data(), want.data(), c.size() * 4) == 0,
+               std::string(ks.name) + " lowp " + storage_name<S>() + " batched = item by item, " + std::to_string(m) +
+                   "x" + std::to_string(n) + "x" + std::to_string(k));
+    }
     float x[16] = {};
     const View<const S> s{reinterpret_cast<const S*>(x), 2, 2, 2, 1};
     expect_throw<std::invalid_argument>("gemm_lowp_batched refuses a C that overlaps itself", [&] {
