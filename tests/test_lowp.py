@@ -188,6 +188,66 @@ def test_subnormal_inputs_are_kept_exactly(dt, kernel):
         check(fastgemm.gemm(s, bb), s, bb)
 
 
+def pairs(kernel):
+    """The bfloat16 pair kernels (vdpbf16ps) of a kernel set, or None."""
+    return _core.lowp_info(kernel)["bf16_pairs"]
+
+
+@pytest.mark.parametrize("lay", ["C", "F", "stepped", "negative"])
+def test_bf16_blocked_products_around_pair_tiles(kernel, lay):
+    """bfloat16 products above 64^3 multiply-adds: on a set with pair kernels (avx512bf16) they
+    run on vdpbf16ps with A and B packed as pairs along k (odd k and odd slices pad a zero),
+    elsewhere on the packed float32 path. Edges around the tile, KC and MC; strided,
+    transposed and column-major operands; a C with no unit stride (the bounce tile)."""
+    t = pairs(kernel) or dict(zip(("mr", "nr", "mc", "kc", "nc"), tiles(kernel, np.float32)))
+    mr, nr, mc, kc = t["mr"], t["nr"], t["mc"], t["kc"]
+    shapes = [(2 * mr + 3, 4 * nr + 5, 2 * kc + 1), (mr - 1, 3 * nr - 1, kc - 1), (mc + 1, nr + 1, 301), (65, 65, 65)]
+    for m, n, k in shapes:
+        a0, b0 = rand((m, k), BF16), rand((k, n), BF16)
+        pa, pb = Placed(a0, lay), Placed(b0, "stepped" if lay == "C" else "C")
+        c = fastgemm.gemm(pa.arr, pb.arr)
+        check(c, a0, b0, what=f"{kernel} {lay} {m}x{n}x{k}")
+        c0 = rand((m, n), np.float32)
+        pc = Placed(c0, "stepped")
+        fastgemm.gemm(pa.arr, pb.arr, pc.arr, alpha=-0.5, beta=2.0)
+        check(pc.arr, a0, b0, alpha=-0.5, beta=2.0, c0=c0, what=f"{kernel} {lay} {m}x{n}x{k} stepped C")
+        assert pc.untouched_outside()
+    a0, b0 = rand((100, 90), BF16), rand((90, 80), BF16)
+    check(fastgemm.gemm(a0.T.copy(), b0.T.copy(), trans_a=True, trans_b=True), a0, b0)
+    check(fastgemm.matmul(np.stack([a0] * 3), b0), np.stack([a0] * 3), b0)
+
+
+def test_bf16_nan_inf_on_the_blocked_path(kernel):
+    a, b = rand((70, 90), BF16), rand((90, 75), BF16)
+    a[3, 4] = np.nan
+    b[5, 7] = np.inf
+    a[7, 5] = 0.0  # inf * 0 in the true product: NaN at (7, 7)
+    b[89, 74] = -np.inf  # in the last (odd) k step's pair and the last column's edge sliver
+    c = fastgemm.gemm(a, b)
+    check(c, a, b)
+    assert np.isnan(c[7, 7]) and np.isnan(c[3]).all()
+
+
+def test_bf16_subnormals_on_the_blocked_path(kernel):
+    """Pair kernels (vdpbf16ps) read bfloat16 subnormal inputs as 0 and flush float32 subnormal
+    results to 0; every other path keeps both exactly. 80^3 takes the pair kernels where a set
+    has them."""
+    m = n = k = 80
+    tiny = float(ml_dtypes.finfo(BF16).smallest_subnormal)
+    a = np.full((m, k), tiny, BF16)
+    b = np.ones((k, n), BF16)
+    small = np.full((m, k), 2.0**-70, BF16)  # normal; products 2^-140 are float32 subnormals
+    if pairs(kernel):
+        assert np.all(fastgemm.gemm(a, b) == 0)
+        assert np.all(fastgemm.gemm(small, small.T) == 0)
+    else:
+        assert np.all(fastgemm.gemm(a, b) == np.float32(tiny * k))
+        assert np.all(fastgemm.gemm(small, small.T) == np.float32(k * 2.0**-140))
+    # Matrix-vector and small products widen, on every set: kept.
+    assert np.all(fastgemm.gemm(a[:1], b) == np.float32(tiny * k))
+    assert np.all(fastgemm.gemm(a[:8, :8], b[:8, :8]) == np.float32(tiny * 8))
+
+
 @pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
 def test_same_bits_for_any_thread_count(dt):
     a, b = rand((300, 200), dt), rand((200, 250), dt)

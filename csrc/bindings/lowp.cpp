@@ -18,6 +18,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../fastgemm/dispatch.hpp"
 #include "../fastgemm/gemm_lowp.hpp"
 #include "convert.hpp"
 #include "registrations.hpp"
@@ -307,6 +308,18 @@ void register_lowp(py::module_& m) {
     m.def("gemm_lowp_batched", &gemm_lowp_batched_py, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"),
           py::arg("beta"));
     m.def("narrow_f16", &narrow_f16_py, py::arg("src"), py::arg("dst"));
+    m.def(
+        "lowp_info",
+        [](const std::string& name) {
+            py::object pairs = py::none();
+            if (const PairKernels* pk = find_kernels(name, false).lowp.bf16_pairs) {
+                const Blocking bs = pair_blocking(*pk);
+                pairs = py::dict(py::arg("mr") = pk->mr, py::arg("nr") = pk->nr, py::arg("mc") = bs.mc,
+                                 py::arg("kc") = bs.kc, py::arg("nc") = bs.nc);
+            }
+            return py::dict(py::arg("bf16_pairs") = pairs);
+        },
+        py::arg("name"));
     m.def("replace_f16_matmul_loop", &replace_f16);
     m.def("restore_f16_matmul_loop", &restore_f16);
     m.def("f16_matmul_loop_replaced", [] { return g_f16_replaced; });

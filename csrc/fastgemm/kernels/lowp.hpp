@@ -253,7 +253,7 @@ constexpr LowpTable<typename C::S> lowp_table() {
 // The LowpKernels of a kernel file whose float32 main tile is MR x (NV vectors of V).
 template <typename V, typename Cbf16, typename Cf16, typename N, int MR, int NV>
 constexpr LowpKernels lowp_kernels() {
-    return {lowp_table<V, Cbf16, MR, NV * V::W>(), lowp_table<V, Cf16, MR, NV * V::W>(), &N::narrow};
+    return {lowp_table<V, Cbf16, MR, NV * V::W>(), lowp_table<V, Cf16, MR, NV * V::W>(), &N::narrow, nullptr};
 }
 
 }  // namespace kernels
