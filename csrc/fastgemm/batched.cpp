@@ -29,12 +29,9 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     run_stack(
         c, st, m, n, k, per_item, stacked,
         [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {
-            // C^T = B^T A^T swaps which operand each batch stride steps.
-            const StackRun run = sp.transposed ? StackRun{len, in.b, in.a, in.c} : StackRun{len, in.a, in.b, in.c};
-            const T* a0 = sp.transposed ? sp.a.data + ob : sp.a.data + oa;
-            const T* b0 = sp.transposed ? sp.b.data + oa : sp.b.data + ob;
-            table.small_stack(run, sp.c.rows, sp.c.cols, sp.a.cols, alpha, a0, sp.a.rs, sp.a.cs, b0, sp.b.rs, beta,
-                              sp.c.data + oc, sp.c.rs);
+            const OrientedRun r = orient_run(sp.transposed, len, in, oa, ob);
+            table.small_stack(r.run, sp.c.rows, sp.c.cols, sp.a.cols, alpha, sp.a.data + r.oa, sp.a.rs, sp.a.cs,
+                              sp.b.data + r.ob, sp.b.rs, beta, sp.c.data + oc, sp.c.rs);
         },
         [&](int64_t oa, int64_t ob, int64_t oc) {
             gemm<T>(alpha, {a.data + oa, a.rows, a.cols, a.rs, a.cs}, {b.data + ob, b.rows, b.cols, b.rs, b.cs}, beta,

@@ -151,13 +151,12 @@ void gemm_lowp_batched(float alpha, View<const S> a, View<const S> b, float beta
     run_stack(
         c, st, m, n, k, per_item, stacked,
         [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {
-            // C^T = B^T A^T swaps which operand each batch stride steps.
+            const OrientedRun r = orient_run(o.transposed, len, in, oa, ob);
             Oriented<S, float> item = o;
-            item.a.data += o.transposed ? ob : oa;
-            item.b.data += o.transposed ? oa : ob;
+            item.a.data += r.oa;
+            item.b.data += r.ob;
             item.c.data += oc;
-            const StackRun run = o.transposed ? StackRun{len, in.b, in.a, in.c} : StackRun{len, in.a, in.b, in.c};
-            small_widened(ks, lowp_table<S>(ks), 1, alpha, item, beta, run);
+            small_widened(ks, lowp_table<S>(ks), 1, alpha, item, beta, r.run);
         },
         [&](int64_t oa, int64_t ob, int64_t oc) {
             gemm_lowp<S>(alpha, {a.data + oa, a.rows, a.cols, a.rs, a.cs}, {b.data + ob, b.rows, b.cols, b.rs, b.cs},

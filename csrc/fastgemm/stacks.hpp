@@ -67,6 +67,18 @@ void for_runs(const std::vector<BatchAxis>& axes, int64_t lo, int64_t hi, F&& ru
     }
 }
 
+// `len` items from offsets (oa, ob) of A and B along axis `in`, as an oriented product's
+// small_stack sees them: C^T = B^T A^T (transposed) swaps which operand each batch stride and
+// offset steps.
+struct OrientedRun {
+    StackRun run;
+    int64_t oa, ob;  // offsets of the oriented A and B
+};
+inline OrientedRun orient_run(bool transposed, int64_t len, const BatchAxis& in, int64_t oa, int64_t ob) {
+    if (transposed) return {{len, in.b, in.a, in.c}, ob, oa};
+    return {{len, in.a, in.b, in.c}, oa, ob};
+}
+
 // Every item of a stack whose C (item 0's view) may be written: stacked, run(len, oa, ob, oc)
 // per run (one small_stack call; the flag rule is kept here for the whole stack); otherwise
 // item(oa, ob, oc) per item (a gemm call, which keeps it itself). One product per thread at a
