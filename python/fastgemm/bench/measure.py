@@ -85,9 +85,16 @@ class Torch:
         self.torch = torch
         torch.set_num_threads(threads)
 
+    def _tensor(self, x):
+        # torch knows no ml_dtypes bfloat16: the same bits through a uint16 view, read as its own
+        # bfloat16 (torch's bf16 @ bf16 gives bfloat16, rounded once from its accumulators).
+        if x.dtype.itemsize == 2 and x.dtype.kind == "V":
+            return self.torch.from_numpy(x.view(np.uint16)).view(self.torch.bfloat16)
+        return self.torch.from_numpy(x)
+
     def prepare(self, case, a, b):
         try:
-            ta, tb = self.torch.from_numpy(a), self.torch.from_numpy(b)
+            ta, tb = self._tensor(a), self._tensor(b)
         except (TypeError, ValueError, RuntimeError) as e:
             raise Unsupported(f"torch.from_numpy refused the operands: {e}") from None
         matmul = self.torch.matmul
