@@ -69,3 +69,12 @@ def test_torch_column_on_2_byte_cases(dtype):
     u = 2.0**-8 if dtype == "bfloat16" else 2.0**-11
     mag = np.matmul(abs(a.astype(np.float64)), abs(b.astype(np.float64)))
     assert np.all(abs(got.float().numpy() - want) <= u * abs(want) + 2 * 32 * 2.0**-24 * mag + 2.0**-24)
+
+
+def test_torch_slow_2_byte_loop_is_not_timed_on_big_products():
+    pytest.importorskip("torch")
+    if "avx512_bf16" in fastgemm._core.cpu_features():
+        pytest.skip("torch has a fast bfloat16 path on this CPU")
+    case = suite.Case("square", 1024, 1024, 1024, "bfloat16")
+    with pytest.raises(bm.Unsupported, match="slow loop"):
+        bm.Torch(1).prepare(case, None, None)

@@ -41,6 +41,11 @@ SETTLE_S = 0.15
 NUMPY_F16_MAX_FLOPS = 2 * 512**3
 
 
+# torch's bfloat16 / float16 CPU matmul without AVX512_BF16 ran ~0.4 GFLOP/s on Zen 3 (torch
+# 2.13, 1 thread, 256^3 .. 512^3; 0.1 at 1 x 4096 x 4096): 2048^3 would take ~40 s a call.
+TORCH_LOWP_SLOW_MAX_FLOPS = 2 * 512**3
+
+
 class Unsupported(Exception):
     """The library cannot run this case (its reason is shown in the table's notes)."""
 
@@ -93,6 +98,11 @@ class Torch:
         return self.torch.from_numpy(x)
 
     def prepare(self, case, a, b):
+        slow = case.dtype in LOWP_DTYPES and "avx512_bf16" not in _core.cpu_features()
+        if slow and case.flops > TORCH_LOWP_SLOW_MAX_FLOPS:
+            raise Unsupported(
+                "torch's 2-byte CPU matmul without AVX512_BF16 is a slow loop (~0.4 GFLOP/s): not timed above 512^3"
+            )
         try:
             ta, tb = self._tensor(a), self._tensor(b)
         except (TypeError, ValueError, RuntimeError) as e:
