@@ -20,6 +20,7 @@
 
 #include "../fastgemm/dispatch.hpp"
 #include "../fastgemm/gemm_lowp.hpp"
+#include "../fastgemm/peak.hpp"
 #include "convert.hpp"
 #include "registrations.hpp"
 
@@ -320,6 +321,15 @@ void register_lowp(py::module_& m) {
             return py::dict(py::arg("bf16_pairs") = pairs);
         },
         py::arg("name"));
+    m.def(
+        "bf16_pair_peak",
+        [](const std::string& name, double seconds) {
+            const PairKernels* pk = find_kernels(name, true).lowp.bf16_pairs;
+            if (!pk) throw py::value_error("kernel '" + name + "' has no bfloat16 pair kernels");
+            py::gil_scoped_release release;
+            return loop_peak_gflops(pk->dot_loop, seconds);
+        },
+        py::arg("name"), py::arg("seconds"));
     m.def("replace_f16_matmul_loop", &replace_f16);
     m.def("restore_f16_matmul_loop", &restore_f16);
     m.def("f16_matmul_loop_replaced", [] { return g_f16_replaced; });

@@ -116,6 +116,9 @@ struct PairKernels {
     void (*pack_a)(int64_t mc, int64_t kc, const bfloat16_t* a, int64_t rsa, int64_t csa, float* ap);
     void (*pack_b)(int64_t kc, int64_t nc, const bfloat16_t* b, int64_t rsb, int64_t csb, float* bp, int64_t s0,
                    int64_t s1);
+    // `reps` rounds of independent dot-product instructions; returns the flops done (2 per
+    // product), timed like KernelTable::fma_loop for the pair kernels' peak.
+    double (*dot_loop)(int64_t reps);
 };
 
 struct LowpKernels {

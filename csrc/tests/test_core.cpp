@@ -714,7 +714,7 @@ fastgemm::TileRow<float> row(std::integer_sequence<int, V...>) {
 }
 
 fastgemm::PairKernels kernels() {
-    fastgemm::PairKernels pk{kMR, kNV * kW, kW, {}, &pack_a, &pack_b};
+    fastgemm::PairKernels pk{kMR, kNV * kW, kW, {}, &pack_a, &pack_b, nullptr};  // no peak loop
     pk.tiles[1] = row<1>(std::make_integer_sequence<int, kNV>{});
     pk.tiles[2] = row<2>(std::make_integer_sequence<int, kNV>{});
     pk.tiles[3] = row<3>(std::make_integer_sequence<int, kNV>{});

@@ -292,5 +292,12 @@ def run_case(case, libs, operands, repeats, budget, rng, tick=None, threads=1):
 
 
 def fma_peaks(kernel, dtypes):
-    """GFLOP/s of one core's FMA loop for `kernel`, per dtype (measured once per run)."""
-    return {dt: _core.fma_peak(kernel, dt == "float64", PEAK_SECONDS) for dt in dtypes}
+    """GFLOP/s of one core's FMA loop for `kernel`, per dtype (measured once per run); bfloat16
+    on a kernel with pair kernels: its vdpbf16ps loop."""
+
+    def peak(dt):
+        if dt == "bfloat16" and _core.lowp_info(kernel)["bf16_pairs"] is not None:
+            return _core.bf16_pair_peak(kernel, PEAK_SECONDS)
+        return _core.fma_peak(kernel, dt == "float64", PEAK_SECONDS)
+
+    return {dt: peak(dt) for dt in dtypes}
