@@ -25,6 +25,8 @@ F16 = np.dtype(np.float16)
 LOWP = (F16, BF16)
 U32 = 2.0**-24
 U_OUT = {F16: 2.0**-11, BF16: 2.0**-8, np.dtype(np.float32): 0.0}
+# Half the spacing of the output type's subnormals: a rounding there is absolute, not relative.
+SUB_OUT = {F16: 2.0**-25, BF16: 2.0**-134, np.dtype(np.float32): 0.0}
 RNG = np.random.default_rng(1111)
 
 
@@ -44,7 +46,8 @@ def check(got, a, b, *, alpha=1.0, beta=0.0, c0=None, out_dtype=np.float32, what
             mag = mag + abs(beta) * abs(c64)
     k = a64.shape[-1]
     with np.errstate(invalid="ignore"):
-        bound = 2 * (k + 2) * (U32 * mag + 2.0**-149) + U_OUT[np.dtype(out_dtype)] * abs(ref)
+        out = np.dtype(out_dtype)
+        bound = 2 * (k + 2) * (U32 * mag + 2.0**-149) + U_OUT[out] * abs(ref) + SUB_OUT[out]
     assert got.dtype == np.dtype(out_dtype), what
     assert got.shape == ref.shape, what
     g = np.asarray(got).astype(np.float64)
@@ -185,19 +188,81 @@ def test_subnormal_inputs_are_kept_exactly(dt, kernel):
         check(fastgemm.gemm(s, bb), s, bb)
 
 
+def pairs(kernel):
+    """The bfloat16 pair kernels (vdpbf16ps) of a kernel set, or None."""
+    return _core.lowp_info(kernel)["bf16_pairs"]
+
+
+@pytest.mark.parametrize("lay", ["C", "F", "stepped", "negative"])
+def test_bf16_blocked_products_around_pair_tiles(kernel, lay):
+    """bfloat16 products above 64^3 multiply-adds: on a set with pair kernels (avx512bf16) they
+    run on vdpbf16ps with A and B packed as pairs along k (odd k and odd slices pad a zero),
+    elsewhere on the packed float32 path. Edges around the tile, KC and MC; strided,
+    transposed and column-major operands; a C with no unit stride (the bounce tile)."""
+    t = pairs(kernel) or dict(zip(("mr", "nr", "mc", "kc", "nc"), tiles(kernel, np.float32)))
+    mr, nr, mc, kc = t["mr"], t["nr"], t["mc"], t["kc"]
+    shapes = [(2 * mr + 3, 4 * nr + 5, 2 * kc + 1), (mr - 1, 3 * nr - 1, kc - 1), (mc + 1, nr + 1, 301), (65, 65, 65)]
+    for m, n, k in shapes:
+        a0, b0 = rand((m, k), BF16), rand((k, n), BF16)
+        pa, pb = Placed(a0, lay), Placed(b0, "stepped" if lay == "C" else "C")
+        c = fastgemm.gemm(pa.arr, pb.arr)
+        check(c, a0, b0, what=f"{kernel} {lay} {m}x{n}x{k}")
+        c0 = rand((m, n), np.float32)
+        pc = Placed(c0, "stepped")
+        fastgemm.gemm(pa.arr, pb.arr, pc.arr, alpha=-0.5, beta=2.0)
+        check(pc.arr, a0, b0, alpha=-0.5, beta=2.0, c0=c0, what=f"{kernel} {lay} {m}x{n}x{k} stepped C")
+        assert pc.untouched_outside()
+    a0, b0 = rand((100, 90), BF16), rand((90, 80), BF16)
+    check(fastgemm.gemm(a0.T.copy(), b0.T.copy(), trans_a=True, trans_b=True), a0, b0)
+    check(fastgemm.matmul(np.stack([a0] * 3), b0), np.stack([a0] * 3), b0)
+
+
+def test_bf16_nan_inf_on_the_blocked_path(kernel):
+    a, b = rand((70, 90), BF16), rand((90, 75), BF16)
+    a[3, 4] = np.nan
+    b[5, 7] = np.inf
+    a[7, 5] = 0.0  # inf * 0 in the true product: NaN at (7, 7)
+    b[89, 74] = -np.inf  # in the last (odd) k step's pair and the last column's edge sliver
+    c = fastgemm.gemm(a, b)
+    check(c, a, b)
+    assert np.isnan(c[7, 7]) and np.isnan(c[3]).all()
+
+
+def test_bf16_subnormals_on_the_blocked_path(kernel):
+    """Pair kernels (vdpbf16ps) read bfloat16 subnormal inputs as 0 and flush float32 subnormal
+    results to 0; every other path keeps both exactly. 80^3 takes the pair kernels where a set
+    has them."""
+    m = n = k = 80
+    tiny = float(ml_dtypes.finfo(BF16).smallest_subnormal)
+    a = np.full((m, k), tiny, BF16)
+    b = np.ones((k, n), BF16)
+    small = np.full((m, k), 2.0**-70, BF16)  # normal; products 2^-140 are float32 subnormals
+    if pairs(kernel):
+        assert np.all(fastgemm.gemm(a, b) == 0)
+        assert np.all(fastgemm.gemm(small, small.T) == 0)
+    else:
+        assert np.all(fastgemm.gemm(a, b) == np.float32(tiny * k))
+        assert np.all(fastgemm.gemm(small, small.T) == np.float32(k * 2.0**-140))
+    # Matrix-vector and small products widen, on every set: kept.
+    assert np.all(fastgemm.gemm(a[:1], b) == np.float32(tiny * k))
+    assert np.all(fastgemm.gemm(a[:8, :8], b[:8, :8]) == np.float32(tiny * 8))
+
+
 @pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
 def test_same_bits_for_any_thread_count(dt):
     a, b = rand((300, 200), dt), rand((200, 250), dt)
     v = rand((1, 200), dt)
+    sa, sb = rand((3000, 8, 8), dt), rand((3000, 8, 8), dt)  # a small stack spread by batch
     before = fastgemm.get_num_threads()
     try:
         fastgemm.set_num_threads(1)
-        one, vone = fastgemm.gemm(a, b), fastgemm.gemm(v, b)
+        one = [fastgemm.gemm(a, b), fastgemm.gemm(v, b), fastgemm.matmul(sa, sb)]
         fastgemm.set_num_threads(2)
-        two, vtwo = fastgemm.gemm(a, b), fastgemm.gemm(v, b)
+        two = [fastgemm.gemm(a, b), fastgemm.gemm(v, b), fastgemm.matmul(sa, sb)]
     finally:
         fastgemm.set_num_threads(before)
-    assert np.array_equal(one, two) and np.array_equal(vone, vtwo)
+    assert all(np.array_equal(x, y) for x, y in zip(one, two))
+    check(one[2][::97], sa[::97], sb[::97], out_dtype=result(dt))
 
 
 @pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
@@ -274,6 +339,59 @@ def test_matmul_out(dt):
     out64 = np.empty((3, 20, 25), np.float64)
     fastgemm.matmul(a, b, out=out64)
     assert np.array_equal(out64, np.matmul(a, b, out=np.empty_like(out64)))
+
+
+@pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
+@pytest.mark.parametrize("n", [2, 3, 4, 7, 8, 9, 16, 17, 32, 33, 48, 96])
+def test_small_products_are_sgemm_on_the_widened_inputs(dt, n, kernel):
+    """Small 2-byte products and stacks are widened whole and run on the float32 small kernels:
+    fastgemm.matmul of the float32 copies gives the same bits (float16: then rounded once)."""
+    for sa, sb in (((n, n), (n, n)), ((5, n, n), (5, n, n)), ((n, n + 1), (n + 1, 3)), ((4, n, 2), (2, n))):
+        a, b = rand(sa, dt), rand(sb, dt)
+        got = np.asarray(fastgemm.matmul(a, b))
+        want = np.asarray(fastgemm.matmul(a.astype(np.float32), b.astype(np.float32)))
+        assert np.array_equal(got, want.astype(got.dtype)), (sa, sb)
+        check(got, a, b, out_dtype=got.dtype, what=f"{sa} {sb}")
+
+
+@pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
+def test_small_stacks_broadcast_strided_and_transposed(dt, kernel):
+    """Stacks of small products whose items are broadcast, strided or transposed, and a
+    column-major out (computed as C^T = B^T A^T), against the reference."""
+    a, b = rand((6, 9, 11), dt), rand((6, 11, 10), dt)
+    cases = [
+        (a, b[0]),  # B broadcast
+        (a[0], b),  # A broadcast
+        (a[:, :, ::-1], b[:, ::-1, :]),  # negative strides along k
+        (a.transpose(0, 2, 1)[:, :9, :], b[:, :9, :]),  # A column-major items
+        (a[::2], b[::2]),  # items two apart
+    ]
+    for x, y in cases:
+        check(np.asarray(fastgemm.matmul(x, y)), x, y, out_dtype=result(dt))
+    rdt = result(dt)
+    out = np.empty((6, 10, 9), rdt).transpose(0, 2, 1)
+    fastgemm.matmul(a, b, out=out)
+    check(out, a, b, out_dtype=rdt)
+    c = rand((9, 10), np.float32)
+    cf = np.asfortranarray(c)
+    fastgemm.gemm(a[0], b[0], cf, alpha=2.0, beta=-1.0)  # column-major C, one product
+    check(cf, a[0], b[0], alpha=2.0, beta=-1.0, c0=c)
+
+
+def test_small_inf_in_a_raises_no_flag():
+    """A small product with Inf in A and no NaN in its result raises no FE_INVALID from the
+    kernels' masked lanes (the flag rule of "Numerics")."""
+    for dt in LOWP:
+        a, b = rand((5, 7), dt), np.abs(rand((7, 5), dt)) + np.asarray(0.5, dt)
+        a[1, 2] = np.inf
+        with np.errstate(invalid="raise"):
+            got = fastgemm.matmul(a, b)
+            stack = fastgemm.matmul(np.stack([a] * 4), np.stack([b] * 4))
+        assert np.isinf(got[1]).all() and np.isinf(stack[:, 1]).all()
+
+
+def result(dt):
+    return np.matmul(np.zeros((1, 1), dt), np.zeros((1, 1), dt)).dtype
 
 
 def test_matmul_float16_rounds_once_from_float32():

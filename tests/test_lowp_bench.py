@@ -54,3 +54,27 @@ def test_info_lists_the_low_precision_path(capsys):
     assert "float32 while packing" in fastgemm.info()["low_precision"]
     assert _cli.main(["info"]) == 0
     assert "bf16/fp16" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_torch_column_on_2_byte_cases(dtype):
+    """torch (when installed) gets the same 2-byte values: bfloat16 through a uint16 view read
+    as torch.bfloat16, float16 directly; its result is of the input type, rounded once."""
+    torch = pytest.importorskip("torch")
+    case = suite.Case("custom", 20, 24, 30, dtype)
+    a, b = suite.operands(case, np.random.default_rng(5))
+    got = bm.Torch(1).prepare(case, a, b)()
+    assert got.dtype == (torch.bfloat16 if dtype == "bfloat16" else torch.float16)
+    want = np.matmul(a.astype(np.float64), b.astype(np.float64))
+    u = 2.0**-8 if dtype == "bfloat16" else 2.0**-11
+    mag = np.matmul(abs(a.astype(np.float64)), abs(b.astype(np.float64)))
+    assert np.all(abs(got.float().numpy() - want) <= u * abs(want) + 2 * 32 * 2.0**-24 * mag + 2.0**-24)
+
+
+def test_torch_slow_2_byte_loop_is_not_timed_on_big_products():
+    pytest.importorskip("torch")
+    if "avx512_bf16" in fastgemm._core.cpu_features():
+        pytest.skip("torch has a fast bfloat16 path on this CPU")
+    case = suite.Case("square", 1024, 1024, 1024, "bfloat16")
+    with pytest.raises(bm.Unsupported, match="slow loop"):
+        bm.Torch(1).prepare(case, None, None)

@@ -15,9 +15,12 @@
 #include <cstdint>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "../fastgemm/dispatch.hpp"
 #include "../fastgemm/gemm_lowp.hpp"
+#include "../fastgemm/peak.hpp"
 #include "convert.hpp"
 #include "registrations.hpp"
 
@@ -129,6 +132,84 @@ void narrow_f16_py(const py::array& src, py::array& dst) {
     narrow_to_f16(vs, vd);
 }
 
+// --- fastgemm.matmul's per-call path ---------------------------------------------------------
+
+// Above this many multiply-adds the GIL is released (releasing it costs more than a tiny product).
+constexpr double kReleaseGilWork = 32768;
+
+// An exact 2-D ndarray of 2-byte elements, native byte order, aligned, as a View of S.
+template <typename S>
+bool matrix_2byte(PyObject* o, int type_num, View<const S>& v) {
+    if (!PyArray_CheckExact(o)) return false;
+    auto* x = reinterpret_cast<PyArrayObject*>(o);
+    if (PyArray_NDIM(x) != 2 || PyArray_TYPE(x) != type_num || !PyArray_ISNOTSWAPPED(x) || !PyArray_ISALIGNED(x))
+        return false;
+    if (PyArray_STRIDE(x, 0) % 2 || PyArray_STRIDE(x, 1) % 2) return false;
+    v = {static_cast<const S*>(PyArray_DATA(x)), PyArray_DIM(x, 0), PyArray_DIM(x, 1), PyArray_STRIDE(x, 0) / 2,
+         PyArray_STRIDE(x, 1) / 2};
+    return true;
+}
+
+// np.matmul(a, b) for 2-D operands of one 2-byte type, out None: float32 accumulators rounded
+// once into a new float16 result, or the new float32 result of bfloat16 (NumPy's dtypes).
+template <typename S>
+PyObject* matmul_2d(PyObject* a_obj, PyObject* b_obj, int type_num) {
+    View<const S> a, b;
+    if (!matrix_2byte(a_obj, type_num, a) || !matrix_2byte(b_obj, type_num, b) || a.cols != b.rows)
+        Py_RETURN_NOTIMPLEMENTED;
+    npy_intp shape[2] = {a.rows, b.cols};
+    PyObject* c = PyArray_EMPTY(2, shape, NPY_FLOAT, 0);
+    if (!c) return nullptr;
+    const View<float> vc{static_cast<float*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(c))), a.rows, b.cols, b.cols,
+                         1};
+    PyObject* r = c;
+    if constexpr (std::is_same_v<S, float16_t>) {
+        r = PyArray_EMPTY(2, shape, NPY_HALF, 0);
+        if (!r) {
+            Py_DECREF(c);
+            return nullptr;
+        }
+    }
+    const View<float16_t> vr{static_cast<float16_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(r))), a.rows, b.cols,
+                             b.cols, 1};
+    auto compute = [&] {
+        gemm_lowp<S>(1.0f, a, b, 0.0f, vc);  // k == 0: zeros
+        if constexpr (std::is_same_v<S, float16_t>)
+            narrow_to_f16(View<const float>{vc.data, vc.rows, vc.cols, vc.rs, 1}, vr);
+    };
+    try {
+        if (double(a.rows) * double(a.cols) * double(b.cols) > kReleaseGilWork) {
+            Py_BEGIN_ALLOW_THREADS compute();
+            Py_END_ALLOW_THREADS
+        } else {
+            compute();
+        }
+    } catch (const std::exception&) {
+        if (r != c) Py_DECREF(r);
+        Py_DECREF(c);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    if (r != c) Py_DECREF(c);
+    return r;
+}
+
+// lowp_matmul_call(a, b, out): fastgemm.matmul's result for two 2-D arrays of one 2-byte float
+// type and no out, in C (the Python path costs ~4 us a call), or NotImplemented for anything
+// else. bfloat16 is taken once its type number is known (the first call through the Python
+// path, lowp_view, learns it).
+PyObject* lowp_matmul_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    if (nargs != 3 || args[2] != Py_None || !PyArray_CheckExact(args[0])) Py_RETURN_NOTIMPLEMENTED;
+    const int t = PyArray_TYPE(reinterpret_cast<PyArrayObject*>(args[0]));
+    if (t == NPY_HALF) return matmul_2d<float16_t>(args[0], args[1], t);
+    if (t == g_bf16_num) return matmul_2d<bfloat16_t>(args[0], args[1], t);
+    Py_RETURN_NOTIMPLEMENTED;
+}
+
+PyMethodDef kLowpCall = {"lowp_matmul_call",
+                         reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&lowp_matmul_call)), METH_FASTCALL,
+                         "lowp_matmul_call(a, b, out): fastgemm.matmul of 2-D bfloat16 / float16 arrays with out "
+                         "None, or NotImplemented"};
+
 // --- The switch's float16 loop ------------------------------------------------------------
 
 // Below this many multiply-adds per product NumPy's float16 loop keeps the product (its
@@ -220,10 +301,35 @@ void restore_f16() {
 }  // namespace
 
 void register_lowp(py::module_& m) {
+    if (_import_array() < 0) throw py::error_already_set();
+    PyObject* call = PyCFunction_NewEx(&kLowpCall, nullptr, m.ptr());
+    if (!call) throw py::error_already_set();
+    m.add_object(kLowpCall.ml_name, py::reinterpret_steal<py::object>(call));
     m.def("gemm_lowp", &gemm_lowp_py, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"));
     m.def("gemm_lowp_batched", &gemm_lowp_batched_py, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"),
           py::arg("beta"));
     m.def("narrow_f16", &narrow_f16_py, py::arg("src"), py::arg("dst"));
+    m.def(
+        "lowp_info",
+        [](const std::string& name) {
+            py::object pairs = py::none();
+            if (const PairKernels* pk = find_kernels(name, false).lowp.bf16_pairs) {
+                const Blocking bs = pair_blocking(*pk);
+                pairs = py::dict(py::arg("mr") = pk->mr, py::arg("nr") = pk->nr, py::arg("mc") = bs.mc,
+                                 py::arg("kc") = bs.kc, py::arg("nc") = bs.nc);
+            }
+            return py::dict(py::arg("bf16_pairs") = pairs);
+        },
+        py::arg("name"));
+    m.def(
+        "bf16_pair_peak",
+        [](const std::string& name, double seconds) {
+            const PairKernels* pk = find_kernels(name, true).lowp.bf16_pairs;
+            if (!pk) throw py::value_error("kernel '" + name + "' has no bfloat16 pair kernels");
+            py::gil_scoped_release release;
+            return loop_peak_gflops(pk->dot_loop, seconds);
+        },
+        py::arg("name"), py::arg("seconds"));
     m.def("replace_f16_matmul_loop", &replace_f16);
     m.def("restore_f16_matmul_loop", &restore_f16);
     m.def("f16_matmul_loop_replaced", [] { return g_f16_replaced; });

@@ -38,13 +38,15 @@ CpuFeatures detect() {
     if (bw) f.names.push_back("avx512bw");
     if (vl) f.names.push_back("avx512vl");
     unsigned a1, b1, c1, d1;
-    if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && (a1 & (1u << 5))) f.names.push_back("avx512_bf16");
+    const bool bf16 = __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && (a1 & (1u << 5));
+    if (bf16) f.names.push_back("avx512_bf16");
     if (d & (1u << 24)) f.names.push_back("amx_tile");
     if (d & (1u << 22)) f.names.push_back("amx_bf16");
     // F16C converts float16 in the avx2 / avx512 sets' low-precision kernels; every core with
     // AVX2 has it, but a hypervisor may hide it.
     f.avx2 = avx && avx2 && fma && f16c && os_ymm;
     f.avx512 = f.avx2 && f512 && dq && bw && vl && os_zmm;
+    f.avx512_bf16 = f.avx512 && bf16;
     if (!os_ymm) f.names.push_back("os-no-ymm");
     else if (f512 && !os_zmm) f.names.push_back("os-no-zmm");
     return f;
@@ -70,6 +72,7 @@ const CpuFeatures& cpu_features() {
 bool runs_anywhere(const CpuFeatures&) { return true; }
 bool runs_avx2(const CpuFeatures& f) { return f.avx2; }
 bool runs_avx512(const CpuFeatures& f) { return f.avx512; }
+bool runs_avx512_bf16(const CpuFeatures& f) { return f.avx512_bf16; }
 bool runs_neon(const CpuFeatures& f) { return f.neon; }
 
 }  // namespace fastgemm

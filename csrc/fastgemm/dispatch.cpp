@@ -18,7 +18,7 @@ std::atomic<const KernelSet*>& active_slot() {
 const std::vector<const KernelSet*>& compiled_kernels() {
     static const std::vector<const KernelSet*> all{
 #if defined(__x86_64__) || defined(_M_X64)
-        &avx512_kernels, &avx2_kernels,
+        &avx512bf16_kernels, &avx512_kernels, &avx2_kernels,
 #elif defined(__aarch64__)
         &neon_kernels,
 #endif

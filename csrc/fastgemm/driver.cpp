@@ -28,9 +28,16 @@ Grid make_grid(int threads, int64_t m, int mr) {
     return {tm, threads / tm};
 }
 
+// Elements of k one packed slot holds: 1, or 2 for bfloat16 pairs (PairKernels).
 template <typename T>
-void bounce_tile(const KernelTable<T>& uk, int64_t kc, T alpha, const T* ap, const T* bp, int64_t ldb, T beta, T* c,
-                 int64_t rsc, int64_t csc, int m, int n) {
+constexpr int64_t k_per_slot(const KernelTable<T>&) {
+    return 1;
+}
+constexpr int64_t k_per_slot(const PairKernels&) { return 2; }
+
+template <typename T, typename Tab>
+void bounce_tile(const Tab& uk, int64_t kc, T alpha, const T* ap, const T* bp, int64_t ldb, T beta, T* c, int64_t rsc,
+                 int64_t csc, int m, int n) {
     alignas(64) T tile[kMaxTile];
     uk.tiles[m].by_nv[(n + uk.lanes - 1) / uk.lanes](kc, alpha, ap, uk.mr, bp, ldb, T(0), tile, uk.nr, n);
     for (int i = 0; i < m; ++i)
@@ -41,25 +48,27 @@ void bounce_tile(const KernelTable<T>& uk, int64_t kc, T alpha, const T* ap, con
 }
 
 // The five loops, A and B stored as S and packed into T by `pk`. direct_b (S == T only): full
-// slivers of B are read in place.
-template <typename S, typename T>
-void blocked(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int threads, bool direct_b, T alpha,
-             View<const S> a, View<const S> b, T beta, View<T> c) {
+// slivers of B are read in place. Tab: a KernelTable<T>, or PairKernels, whose slots hold two
+// elements of k (a sliver then has ceil(kc / 2) slot steps, each k slice but the last even).
+template <typename S, typename T, typename Tab>
+void blocked(const Tab& uk, Packers<S, T> pk, const Blocking& bs, int threads, bool direct_b, T alpha, View<const S> a,
+             View<const S> b, T beta, View<T> c) {
     const int MR = uk.mr, NR = uk.nr;
+    const int64_t G = k_per_slot(uk);
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     // A thread without an MR x NR tile of C would only wait at the barriers.
     threads = int(std::min<int64_t>(threads, ceil_div(m, MR) * ceil_div(n, NR)));
 
     // Even splits: no thin tail block in k, n or m.
-    const int64_t kc_max = ceil_div(k, ceil_div(k, bs.kc));
+    const int64_t kc_max = round_up(ceil_div(k, ceil_div(k, bs.kc)), G);
     const int64_t nc_max = round_up(ceil_div(n, ceil_div(n, bs.nc)), NR);
     const Grid grid = make_grid(threads, m, MR);
     const int64_t m_slivers = ceil_div(m, MR);
     // Largest A block any thread packs (each thread cuts its rows into blocks in `work`).
     const int64_t mc_max = std::min(bs.mc, m_slivers * MR);
 
-    const int64_t b_bytes = align64(kc_max * nc_max * int64_t(sizeof(T)));
-    const int64_t a_bytes = align64(kc_max * mc_max * int64_t(sizeof(T)));
+    const int64_t b_bytes = align64(kc_max / G * nc_max * int64_t(sizeof(T)));
+    const int64_t a_bytes = align64(kc_max / G * mc_max * int64_t(sizeof(T)));
     char* scratch = static_cast<char*>(thread_scratch(size_t(b_bytes + a_bytes * threads)));
     T* bp = reinterpret_cast<T*>(scratch);
     const bool unit_cs = c.cs == 1;
@@ -83,6 +92,7 @@ void blocked(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int
             const int64_t packed = slivers - in_place;
             for (int64_t pc = 0; pc < k; pc += kc_max) {
                 const int64_t kc = std::min(kc_max, k - pc);
+                const int64_t ks = ceil_div(kc, G);  // slot steps of this slice's slivers
                 const T beta_pc = pc == 0 ? beta : T(1);
                 const S* b_pc = b.data + pc * b.rs + jc * b.cs;
                 pk.pack_b(kc, nc, b_pc, b.rs, b.cs, bp, in_place + packed * tid / team,
@@ -96,7 +106,7 @@ void blocked(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int
                         const int64_t jr = s * NR;
                         const int nr = int(std::min<int64_t>(NR, nc - jr));
                         const bool b_direct = s < in_place;
-                        const T* bs_ = bp + jr * kc;
+                        const T* bs_ = bp + jr * ks;
                         if constexpr (std::is_same_v<S, T>)
                             if (b_direct) bs_ = b_pc + jr;
                         const int64_t ldb = b_direct ? b.rs : NR;
@@ -105,8 +115,8 @@ void blocked(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int
                             const int mr = int(std::min<int64_t>(MR, mc - ir));
                             T* cij = c.data + (ic + ir) * c.rs + (jc + jr) * c.cs;
                             if (unit_cs)
-                                uk.tiles[mr].by_nv[nv](kc, alpha, ap + ir * kc, MR, bs_, ldb, beta_pc, cij, c.rs, nr);
-                            else bounce_tile(uk, kc, alpha, ap + ir * kc, bs_, ldb, beta_pc, cij, c.rs, c.cs, mr, nr);
+                                uk.tiles[mr].by_nv[nv](ks, alpha, ap + ir * ks, MR, bs_, ldb, beta_pc, cij, c.rs, nr);
+                            else bounce_tile(uk, ks, alpha, ap + ir * ks, bs_, ldb, beta_pc, cij, c.rs, c.cs, mr, nr);
                         }
                     }
                 }
@@ -125,6 +135,12 @@ template <typename T>
 void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b, T alpha, View<const T> a,
                  View<const T> b, T beta, View<T> c) {
     blocked<T, T>(uk, Packers<T, T>{uk.pack_a, uk.pack_b}, bs, threads, direct_b, alpha, a, b, beta, c);
+}
+
+void run_blocked_pairs(const PairKernels& pk, const Blocking& bs, int threads, float alpha, View<const bfloat16_t> a,
+                       View<const bfloat16_t> b, float beta, View<float> c) {
+    blocked<bfloat16_t, float>(pk, Packers<bfloat16_t, float>{pk.pack_a, pk.pack_b}, bs, threads, false, alpha, a, b,
+                               beta, c);
 }
 
 template <typename S, typename T>

@@ -30,4 +30,9 @@ template <typename S, typename T>
 void run_blocked_packed(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int threads, T alpha,
                         View<const S> a, View<const S> b, T beta, View<T> c);
 
+// run_blocked_packed for bfloat16 on a dot-product instruction: A and B packed as pairs along k
+// by pk's packers, pk's tiles; bs.kc counts elements of k (even, so slices hold whole pairs).
+void run_blocked_pairs(const PairKernels& pk, const Blocking& bs, int threads, float alpha, View<const bfloat16_t> a,
+                       View<const bfloat16_t> b, float beta, View<float> c);
+
 }  // namespace fastgemm

@@ -16,42 +16,6 @@
 namespace fastgemm {
 namespace {
 
-// One row or one column of C is a matrix-vector product: memory-bound on the matrix, which
-// the blocked path would pack (a full extra pass) and then feed through 1/MR of a tile.
-// Streams the matrix once instead, when the vector and output strides allow vector loads.
-template <typename T>
-bool try_gemv(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
-    const int64_t m = c.rows, n = c.cols, k = a.cols;
-    const int threads = threads_for(m, n, k);
-    // Outputs split over threads in whole cache lines; each output's sum is the same on any
-    // split, so the result does not depend on the thread count.
-    const int64_t grain = 64 / int64_t(sizeof(T));
-    auto rows_form = [&](int64_t len, const T* x, int64_t incx, const T* mat, int64_t ldm, T* y) {
-        T* chunks = static_cast<T*>(thread_gemv_chunks(threads));
-        parallel_ranges(threads, len, grain, [&](int tid, int64_t lo, int64_t hi) {
-            uk.gemv_rows(hi - lo, k, alpha, x, incx, mat + lo, ldm, beta, y + lo,
-                         chunks + tid * (kGemvChunkBytes / int64_t(sizeof(T))));
-        });
-    };
-    auto dots_form = [&](int64_t len, const T* x, const T* mat, int64_t ldm, T* y, int64_t incy) {
-        parallel_ranges(threads, len, grain, [&](int, int64_t lo, int64_t hi) {
-            uk.gemv_dots(hi - lo, k, alpha, x, mat + lo * ldm, ldm, beta, y + lo * incy, incy);
-        });
-    };
-    if (m == 1 && b.cs == 1 && (c.cs == 1 || n == 1)) {  // c[0, j] = sum_p a[0, p] b[p, j]
-        rows_form(n, a.data, a.cs, b.data, b.rs, c.data);
-    } else if (m == 1 && b.rs == 1 && (a.cs == 1 || k == 1)) {
-        dots_form(n, a.data, b.data, b.cs, c.data, c.cs);
-    } else if (n == 1 && a.rs == 1 && (c.rs == 1 || m == 1)) {  // c[i, 0] = sum_p a[i, p] b[p, 0]
-        rows_form(m, b.data, b.rs, a.data, a.cs, c.data);
-    } else if (n == 1 && a.cs == 1 && (b.rs == 1 || k == 1)) {
-        dots_form(m, b.data, a.data, a.rs, c.data, c.rs);
-    } else {
-        return false;
-    }
-    return true;
-}
-
 // The packed path, or B read in place for few rows (tuning.direct_max_m); see docs/DESIGN.md,
 // "B read in place".
 template <typename T>
@@ -96,19 +60,7 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
     if ((m == 1 || n == 1) && try_gemv(main, alpha, a, b, beta, c)) return;
     SmallProduct<T> sp;
     if (small_product(ks, a, b, c, sp)) {
-        // Threads take whole 4-row groups; every C element is computed the same way on any
-        // split (and by the fixed-shape kernels of small_stack), so the result does not
-        // depend on the thread count.
-        const int threads = threads_for(m, n, k);
-        if (threads == 1) {
-            main.small_stack(StackRun{1, 0, 0, 0}, sp.c.rows, sp.c.cols, k, alpha, sp.a.data, sp.a.rs, sp.a.cs,
-                             sp.b.data, sp.b.rs, beta, sp.c.data, sp.c.rs);
-            return;
-        }
-        parallel_ranges(threads, sp.c.rows, 4, [&](int, int64_t lo, int64_t hi) {
-            main.small(hi - lo, sp.c.cols, k, alpha, sp.a.data + lo * sp.a.rs, sp.a.rs, sp.a.cs, sp.b.data, sp.b.rs,
-                       beta, sp.c.data + lo * sp.c.rs, sp.c.rs);
-        });
+        run_small(main, threads_for(m, n, k), alpha, sp, beta);
         return;
     }
     run(ks, alpha, sp.a, sp.b, beta, sp.c);
@@ -130,26 +82,16 @@ void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
     flags.settle([&] { return has_nan(c); });
 }
 
+bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t elem_bytes) {
+    // In double: m * n * k of a huge product overflows int64.
+    return double(m) * double(n) * double(k) <= double(ks.tuning.small_max_work) &&
+           double(n) * double(k) * double(elem_bytes) <= double(caches().l2.size);
+}
+
 template <typename T>
 bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, SmallProduct<T>& out) {
-    // A stride along a dimension of size 1 is meaningless; make it unit so the row-major
-    // paths catch vectors and single rows.
-    if (c.cols == 1) c.cs = 1;
-    if (c.rows == 1) c.rs = 1;
-    out.transposed = c.cs != 1 && c.rs == 1;
-    if (out.transposed) {
-        // Column-major C: compute C^T = B^T A^T, which is row-major.
-        out.a = {b.data, b.cols, b.rows, b.cs, b.rs};
-        out.b = {a.data, a.cols, a.rows, a.cs, a.rs};
-        out.c = {c.data, c.cols, c.rows, c.cs, c.rs};
-    } else {
-        out = {a, b, c, false};
-    }
-    const View<const T>& bb = out.b;
-    const double m = double(out.c.rows), n = double(out.c.cols), k = double(out.a.cols);
-    // In double: m * n * k of a huge product overflows int64.
-    return out.c.cs == 1 && bb.cs == 1 && m * n * k <= double(ks.tuning.small_max_work) &&
-           n * k * double(sizeof(T)) <= double(caches().l2.size);
+    out = orient(a, b, c);
+    return out.c.cs == 1 && out.b.cs == 1 && small_shape(ks, out.c.rows, out.c.cols, out.a.cols, sizeof(T));
 }
 
 template bool small_product<float>(const KernelSet&, View<const float>, View<const float>, View<float>,

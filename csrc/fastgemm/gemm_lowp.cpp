@@ -3,13 +3,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
-#include <utility>
+#include <type_traits>
 
 #include "blocking.hpp"
+#include "caches.hpp"
 #include "dispatch.hpp"
 #include "driver.hpp"
 #include "paths.hpp"
 #include "scratch.hpp"
+#include "stacks.hpp"
 #include "threading.hpp"
 
 namespace fastgemm {
@@ -26,59 +28,96 @@ const LowpTable<float16_t>& lowp_table<float16_t>(const KernelSet& ks) {
     return ks.lowp.f16;
 }
 
-// One row or one column of C: the 2-byte matrix streamed once, widened as it is read (half
-// the bytes of a float32 matrix-vector product). The same four forms as gemm.cpp's try_gemv.
+// Floats of widened operands a small stack gets at a time: with its C items they stay in L1.
+constexpr int64_t kWidenGroupFloats = 4096;
+
+// Above this many multiply-adds a bfloat16 product on a set with PairKernels runs on them
+// instead of the widened small path. Not measured (no AVX512_BF16 machine yet): the packed float32
+// path ran 0.8x the small one at 64^3 on Zen 4, and the pairs double the multiply-adds per
+// instruction.
+constexpr double kPairsMinWork = 64.0 * 64 * 64;
+
+// The pair kernels an oriented product runs on, or null: bfloat16 on a set that has them, above
+// kPairsMinWork.
 template <typename S>
-bool try_gemv(const LowpTable<S>& lp, float alpha, View<const S> a, View<const S> b, float beta, View<float> c) {
-    const int64_t m = c.rows, n = c.cols, k = a.cols;
-    const int threads = threads_for(m, n, k);
-    const int64_t grain = 16;  // outputs per thread in whole 64-byte lines of float32
-    auto rows_form = [&](int64_t len, const S* x, int64_t incx, const S* mat, int64_t ldm, float* y) {
-        float* chunks = static_cast<float*>(thread_gemv_chunks(threads));
-        parallel_ranges(threads, len, grain, [&](int tid, int64_t lo, int64_t hi) {
-            lp.gemv_rows(hi - lo, k, alpha, x, incx, mat + lo, ldm, beta, y + lo,
-                         chunks + tid * (kGemvChunkBytes / int64_t(sizeof(float))));
-        });
-    };
-    auto dots_form = [&](int64_t len, const S* x, const S* mat, int64_t ldm, float* y, int64_t incy) {
-        parallel_ranges(threads, len, grain, [&](int, int64_t lo, int64_t hi) {
-            lp.gemv_dots(hi - lo, k, alpha, x, mat + lo * ldm, ldm, beta, y + lo * incy, incy);
-        });
-    };
-    if (m == 1 && b.cs == 1 && (c.cs == 1 || n == 1)) {
-        rows_form(n, a.data, a.cs, b.data, b.rs, c.data);
-    } else if (m == 1 && b.rs == 1 && (a.cs == 1 || k == 1)) {
-        dots_form(n, a.data, b.data, b.cs, c.data, c.cs);
-    } else if (n == 1 && a.rs == 1 && (c.rs == 1 || m == 1)) {
-        rows_form(m, b.data, b.rs, a.data, a.cs, c.data);
-    } else if (n == 1 && a.cs == 1 && (b.rs == 1 || k == 1)) {
-        dots_form(m, b.data, a.data, a.rs, c.data, c.rs);
-    } else {
-        return false;
-    }
-    return true;
+const PairKernels* pairs_for(const KernelSet& ks, const Oriented<S, float>& o) {
+    if constexpr (!std::is_same_v<S, bfloat16_t>) return nullptr;
+    const double work = double(o.c.rows) * double(o.c.cols) * double(o.a.cols);
+    return work > kPairsMinWork ? ks.lowp.bf16_pairs : nullptr;
 }
 
-// m, n, k >= 1, alpha != 0. Matrix-vector shapes stream the matrix; everything else takes the
-// packed path on the float32 main tile (small products too: no unpacked small kernel for
-// 2-byte inputs yet).
+// Whether an oriented product (m, n, k >= 1) takes the small path: the float32 rule
+// (small_shape) on its widened operands, C's rows contiguous, and widened A within L2 too
+// (its scratch copy is made whole), and not one for pair kernels.
+template <typename S>
+bool small_widened_fits(const KernelSet& ks, const Oriented<S, float>& o) {
+    const int64_t m = o.c.rows, n = o.c.cols, k = o.a.cols;
+    return o.c.cs == 1 && !pairs_for(ks, o) && small_shape(ks, m, n, k, sizeof(float)) &&
+           double(m) * double(k) * double(sizeof(float)) <= double(caches().l2.size);
+}
+
+// A run of run.count small products (item i's operands run.sa, run.sb, run.sc elements after
+// item 0's, 0 for a broadcast operand) on the float32 small kernels: A and B widened into the
+// calling thread's scratch (row-major float32, a group of items at a time, a broadcast operand
+// once), then small_stack on the group, or run_small on `threads` for a single product. B is
+// widened once per item instead of once per 4-row group; see docs/DESIGN.md, "Low-precision
+// products".
+template <typename S>
+void small_widened(const KernelSet& ks, const LowpTable<S>& lp, int threads, float alpha, const Oriented<S, float>& o,
+                   float beta, const StackRun& run) {
+    const int64_t m = o.c.rows, n = o.c.cols, k = o.a.cols;
+    const int64_t na = m * k, nb = k * n;  // floats of one widened A, B
+    const int64_t per = (run.sa ? na : 0) + (run.sb ? nb : 0);
+    const int64_t group = per == 0 ? run.count : std::clamp<int64_t>(kWidenGroupFloats / per, 1, run.count);
+    const int64_t la = round_up(run.sa ? group * na : na, 16), lb = run.sb ? group * nb : nb;
+    float* wa = static_cast<float*>(thread_scratch(size_t(la + lb) * sizeof(float)));
+    float* wb = wa + la;
+    // Items i0 .. i0 + g - 1 of operand v (item step `step`) into dst, one after another: in one
+    // call when they are one contiguous run (a C-ordered stack), which the vector loop then
+    // widens whole instead of row by row.
+    auto widen = [&](const View<const S>& v, int64_t step, int64_t i0, int64_t g, float* dst) {
+        const int64_t size = v.rows * v.cols;
+        if (v.cs == 1 && (v.rs == v.cols || v.rows == 1) && (step == size || g == 1))
+            return lp.widen(1, g * size, v.data + i0 * step, 0, 1, dst);
+        for (int64_t i = 0; i < g; ++i) lp.widen(v.rows, v.cols, v.data + (i0 + i) * step, v.rs, v.cs, dst + i * size);
+    };
+    if (!run.sa) widen(o.a, 0, 0, 1, wa);
+    if (!run.sb) widen(o.b, 0, 0, 1, wb);
+    for (int64_t i0 = 0; i0 < run.count; i0 += group) {
+        const int64_t g = std::min(group, run.count - i0);
+        if (run.sa) widen(o.a, run.sa, i0, g, wa);
+        if (run.sb) widen(o.b, run.sb, i0, g, wb);
+        float* c0 = o.c.data + i0 * run.sc;
+        if (threads > 1) {
+            run_small(ks.f32, threads, alpha,
+                      SmallProduct<float>{{wa, m, k, k, 1}, {wb, k, n, n, 1}, {c0, m, n, o.c.rs, 1}, false}, beta);
+        } else {
+            ks.f32.small_stack(StackRun{g, run.sa ? na : 0, run.sb ? nb : 0, run.sc}, m, n, k, alpha, wa, k, 1, wb, n,
+                               beta, c0, o.c.rs);
+        }
+    }
+}
+
+// m, n, k >= 1, alpha != 0. Matrix-vector shapes stream the 2-byte matrix (half the bytes of
+// a float32 matrix-vector product); small products are widened whole into scratch for the
+// float32 small kernels; bfloat16 on a set with pair kernels runs on them; the rest takes the
+// packed path on the float32 main tile.
 template <typename S>
 void compute(float alpha, View<const S> a, View<const S> b, float beta, View<float> c) {
     const KernelSet& ks = active_kernels();  // read once: set_kernel must not mix two sets
     const LowpTable<S>& lp = lowp_table<S>(ks);
     if ((c.rows == 1 || c.cols == 1) && try_gemv(lp, alpha, a, b, beta, c)) return;
-    if (c.cols == 1) c.cs = 1;
-    if (c.rows == 1) c.rs = 1;
-    if (c.cs != 1 && c.rs == 1) {  // column-major C: C^T = B^T A^T is row-major
-        std::swap(c.rows, c.cols);
-        std::swap(c.rs, c.cs);
-        const View<const S> at{a.data, a.cols, a.rows, a.cs, a.rs};
-        a = View<const S>{b.data, b.cols, b.rows, b.cs, b.rs};
-        b = at;
+    const Oriented<S, float> o = orient(a, b, c);
+    const int threads = threads_for(o.c.rows, o.c.cols, o.a.cols);
+    if (small_widened_fits(ks, o)) return small_widened(ks, lp, threads, alpha, o, beta, StackRun{1, 0, 0, 0});
+    if constexpr (std::is_same_v<S, bfloat16_t>) {
+        if (const PairKernels* pk = pairs_for(ks, o)) {
+            return run_blocked_pairs(*pk, pair_blocking(*pk), threads, alpha, o.a, o.b, beta, o.c);
+        }
     }
     const KernelTable<float>& uk = ks.f32;
-    run_blocked_packed<S, float>(uk, Packers<S, float>{lp.pack_a, lp.pack_b}, blocking_for(uk.mr, uk.nr, 4),
-                                 threads_for(c.rows, c.cols, a.cols), alpha, a, b, beta, c);
+    run_blocked_packed<S, float>(uk, Packers<S, float>{lp.pack_a, lp.pack_b}, blocking_for(uk.mr, uk.nr, 4), threads,
+                                 alpha, o.a, o.b, beta, o.c);
 }
 
 }  // namespace
@@ -99,38 +138,35 @@ void gemm_lowp(float alpha, View<const S> a, View<const S> b, float beta, View<f
 template <typename S>
 void gemm_lowp_batched(float alpha, View<const S> a, View<const S> b, float beta, View<float> c,
                        const std::vector<BatchAxis>& batch) {
-    check_product(a, b, c, "batched gemm");
-    const Stack st = read_stack(a, b, c, batch);
-    const std::vector<BatchAxis>& axes = st.axes;
-    const int64_t count = st.count;
-    if (count == 0) return;
+    Stack st;
+    if (!read_nonempty_stack(a, b, c, batch, st)) return;
     const int64_t m = c.rows, n = c.cols, k = a.cols;
-    if (m == 0 || n == 0) return;
-    if (overlaps_itself(c)) throw std::invalid_argument("batched gemm: C's elements overlap each other");
-    auto item = [&](int64_t i) {
-        int64_t oa = 0, ob = 0, oc = 0;
-        for (size_t d = axes.size(); d-- > 0;) {
-            const int64_t id = i % axes[d].size;
-            i /= axes[d].size;
-            oa += id * axes[d].a;
-            ob += id * axes[d].b;
-            oc += id * axes[d].c;
-        }
-        gemm_lowp<S>(alpha, {a.data + oa, a.rows, a.cols, a.rs, a.cs}, {b.data + ob, b.rows, b.cols, b.rs, b.cs}, beta,
-                     {c.data + oc, c.rows, c.cols, c.rs, c.cs});
-    };
-    // As gemm_batched: items spread over threads (each single-threaded, so the same bits) when
-    // the batch gives more threads work than one product could use and C items are disjoint.
     const int per_item = threads_for(m, n, k);
-    const int by_batch = int(std::min<int64_t>(threads_for(checked_mul(m, count), n, k), count));
-    if (count == 1 || by_batch <= per_item || !c_disjoint(c, axes)) {
-        for (int64_t i = 0; i < count; ++i) item(i);
-        return;
-    }
-    const int64_t chunk = std::max<int64_t>(1, count / (int64_t(by_batch) * 8));
-    dynamic_chunks(by_batch, ceil_div(count, chunk), [&](int64_t ch) {
-        for (int64_t i = ch * chunk, hi = std::min(count, (ch + 1) * chunk); i < hi; ++i) item(i);
-    });
+    // Small products run a stack at a time (small_widened): widened in groups, one
+    // small_stack call per group, as gemm_batched's stacks of float32 products.
+    const KernelSet& ks = active_kernels();
+    const Oriented<S, float> o = orient(a, b, c);
+    const bool stacked = alpha != 0.0f && k > 0 && per_item == 1 && small_widened_fits(ks, o);
+    const BatchAxis in = st.axes.empty() ? BatchAxis{1, 0, 0, 0} : st.axes.back();
+    run_stack(
+        c, st, m, n, k, per_item, stacked,
+        [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {
+            const OrientedRun r = orient_run(o.transposed, len, in, oa, ob);
+            Oriented<S, float> item = o;
+            item.a.data += r.oa;
+            item.b.data += r.ob;
+            item.c.data += oc;
+            small_widened(ks, lowp_table<S>(ks), 1, alpha, item, beta, r.run);
+        },
+        [&](int64_t oa, int64_t ob, int64_t oc) {
+            gemm_lowp<S>(alpha, {a.data + oa, a.rows, a.cols, a.rs, a.cs}, {b.data + ob, b.rows, b.cols, b.rs, b.cs},
+                         beta, {c.data + oc, c.rows, c.cols, c.rs, c.cs});
+        });
+}
+
+Blocking pair_blocking(const PairKernels& pk) {
+    const Blocking bs = blocking_for(pk.mr, pk.nr, 4);
+    return {bs.mc, 2 * bs.kc, bs.nc};
 }
 
 void narrow_to_f16(View<const float> src, View<float16_t> dst) {

@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "batched.hpp"
+#include "blocking.hpp"
 #include "half.hpp"
+#include "kernel.hpp"
 #include "view.hpp"
 
 namespace fastgemm {
@@ -23,6 +25,10 @@ void gemm_lowp(float alpha, View<const S> a, View<const S> b, float beta, View<f
 template <typename S>
 void gemm_lowp_batched(float alpha, View<const S> a, View<const S> b, float beta, View<float> c,
                        const std::vector<BatchAxis>& batch);
+
+// MC / KC / NC of the pair kernels: the float32 tile's blocking (a slot is 4 bytes like a
+// float), KC counted in elements, two a slot.
+Blocking pair_blocking(const PairKernels& pk);
 
 // dst = src rounded to float16 (to nearest even, overflow to Inf, NaN kept), elementwise, on
 // the active kernel set (F16C / fcvtn where there is one). Shapes must match; any strides.

@@ -97,6 +97,28 @@ struct LowpTable {
                       float beta, float* y, float* chunk);
     void (*gemv_dots)(int64_t n, int64_t k, float alpha, const S* x, const S* mat, int64_t ldm, float beta, float* y,
                       int64_t incy);
+    // dst (rows x cols, row-major, contiguous) = src widened, any strides: the operands of a
+    // small product, for the float32 small kernels.
+    void (*widen)(int64_t rows, int64_t cols, const S* src, int64_t rs, int64_t cs, float* dst);
+};
+
+// bfloat16 x bfloat16 on a pairwise dot-product instruction (AVX512_BF16 vdpbf16ps): A and B
+// packed as pairs along k, one 32-bit slot holding elements 2q (low half) and 2q + 1 (high
+// half), a missing last element 0; float32 accumulators. Slivers as pack_a / pack_b's with
+// ceil(kc / 2) slot steps instead of kc element steps (slots stored in float-sized memory).
+// tiles[m].by_nv[v]: UkernelFn<float>'s contract with k counted in slot steps and a, b at pair
+// slivers (lda == mr, ldb == nr slots a step). See docs/DESIGN.md, "Low-precision products".
+struct PairKernels {
+    int mr;
+    int nr;
+    int lanes;
+    TileRow<float> tiles[kMaxMR + 1];
+    void (*pack_a)(int64_t mc, int64_t kc, const bfloat16_t* a, int64_t rsa, int64_t csa, float* ap);
+    void (*pack_b)(int64_t kc, int64_t nc, const bfloat16_t* b, int64_t rsb, int64_t csb, float* bp, int64_t s0,
+                   int64_t s1);
+    // `reps` rounds of independent dot-product instructions; returns the flops done (2 per
+    // product), timed like KernelTable::fma_loop for the pair kernels' peak.
+    double (*dot_loop)(int64_t reps);
 };
 
 struct LowpKernels {
@@ -105,6 +127,8 @@ struct LowpKernels {
     // dst[i] = src[i] rounded to float16, to nearest even, i < n (the one rounding of a
     // float16 result).
     void (*narrow_f16)(int64_t n, const float* src, float16_t* dst);
+    // bfloat16 products on a dot-product instruction, or null: widened to the f32 tile.
+    const PairKernels* bf16_pairs;
 };
 
 struct KernelSet {
@@ -130,6 +154,8 @@ extern const KernelSet generic_kernels;
 #if defined(__x86_64__) || defined(_M_X64)
 extern const KernelSet avx2_kernels;
 extern const KernelSet avx512_kernels;
+extern const KernelSet avx512bf16_kernels;  // avx512's set with bf16_pairs (vdpbf16ps)
+extern const PairKernels avx512bf16_pair_kernels;
 #elif defined(__aarch64__)
 extern const KernelSet neon_kernels;
 #endif

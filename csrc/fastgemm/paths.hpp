@@ -1,11 +1,14 @@
-// Shape decisions shared by gemm (one product) and gemm_batched (a stack): which products the
-// small kernels take, and the floating-point flag rule every path follows.
+// Shape decisions shared by gemm, gemm_batched and gemm_lowp: orientation, which products the
+// small kernels take and how they run, the matrix-vector forms, and the floating-point flag
+// rule every path follows.
 #pragma once
 
 #include <cfenv>
 #include <stdexcept>
 
 #include "kernel.hpp"
+#include "scratch.hpp"
+#include "threading.hpp"
 #include "view.hpp"
 
 namespace fastgemm {
@@ -32,18 +35,39 @@ inline const KernelTable<double>& skinny_table<double>(const KernelSet& ks) {
     return ks.f64_skinny;
 }
 
-// One product as the small kernels see it: C row-major (a column-major C is computed as
-// C^T = B^T A^T, `transposed` then says so) and B's rows contiguous.
-template <typename T>
-struct SmallProduct {
-    View<const T> a, b;
+// One product as the row-major paths see it: a stride along a dimension of size 1 made unit
+// (so they catch vectors and single rows), and a column-major C computed as C^T = B^T A^T,
+// which is row-major (`transposed` then says so). A and B are stored as S, C as T.
+template <typename S, typename T>
+struct Oriented {
+    View<const S> a, b;
     View<T> c;
     bool transposed;
 };
 
-// Whether KernelTable::small takes this product (m, n, k >= 1) on kernel set ks, and how: it
-// must be within tuning.small_max_work multiply-adds with B inside L2; see docs/DESIGN.md,
-// "Small products".
+template <typename S, typename T>
+Oriented<S, T> orient(View<const S> a, View<const S> b, View<T> c) {
+    if (c.cols == 1) c.cs = 1;
+    if (c.rows == 1) c.rs = 1;
+    if (c.cs != 1 && c.rs == 1)
+        return {{b.data, b.cols, b.rows, b.cs, b.rs},
+                {a.data, a.cols, a.rows, a.cs, a.rs},
+                {c.data, c.cols, c.rows, c.cs, c.rs},
+                true};
+    return {a, b, c, false};
+}
+
+// One product as the small kernels see it: oriented, with C's and B's rows contiguous.
+template <typename T>
+using SmallProduct = Oriented<T, T>;
+
+// Whether a product of m x n x k (B's n x k held as `b_bytes` bytes) is within the small
+// kernels' reach on kernel set ks: tuning.small_max_work multiply-adds with B inside L2; see
+// docs/DESIGN.md, "Small products".
+bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t elem_bytes);
+
+// Whether KernelTable::small takes this product (m, n, k >= 1) on kernel set ks, and how:
+// small_shape, with C's and B's rows contiguous once oriented.
 template <typename T>
 bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, SmallProduct<T>& out);
 
@@ -51,6 +75,61 @@ extern template bool small_product<float>(const KernelSet&, View<const float>, V
                                           SmallProduct<float>&);
 extern template bool small_product<double>(const KernelSet&, View<const double>, View<const double>, View<double>,
                                            SmallProduct<double>&);
+
+// An oriented small product on `threads` threads: on one, small_stack with a run of one (its
+// fixed-shape kernels); on more, whole 4-row groups per thread. Every C element is computed the
+// same way on any split, so the result does not depend on the thread count.
+template <typename T>
+void run_small(const KernelTable<T>& uk, int threads, T alpha, const SmallProduct<T>& sp, T beta) {
+    const int64_t k = sp.a.cols;
+    if (threads == 1) {
+        uk.small_stack(StackRun{1, 0, 0, 0}, sp.c.rows, sp.c.cols, k, alpha, sp.a.data, sp.a.rs, sp.a.cs, sp.b.data,
+                       sp.b.rs, beta, sp.c.data, sp.c.rs);
+        return;
+    }
+    parallel_ranges(threads, sp.c.rows, 4, [&](int, int64_t lo, int64_t hi) {
+        uk.small(hi - lo, sp.c.cols, k, alpha, sp.a.data + lo * sp.a.rs, sp.a.rs, sp.a.cs, sp.b.data, sp.b.rs, beta,
+                 sp.c.data + lo * sp.c.rs, sp.c.rs);
+    });
+}
+
+// One row or one column of C is a matrix-vector product: memory-bound on the matrix, which
+// the blocked path would pack (a full extra pass) and then feed through 1/MR of a tile.
+// Streams the matrix once instead, when the vector and output strides allow vector loads.
+// Tab: a KernelTable<T> (S == T) or a LowpTable<S> (T float), whose gemv_rows / gemv_dots read
+// A and B as S. Returns false when the strides do not fit a form.
+template <typename Tab, typename S, typename T>
+bool try_gemv(const Tab& uk, T alpha, View<const S> a, View<const S> b, T beta, View<T> c) {
+    const int64_t m = c.rows, n = c.cols, k = a.cols;
+    const int threads = threads_for(m, n, k);
+    // Outputs split over threads in whole cache lines; each output's sum is the same on any
+    // split, so the result does not depend on the thread count.
+    const int64_t grain = 64 / int64_t(sizeof(T));
+    auto rows_form = [&](int64_t len, const S* x, int64_t incx, const S* mat, int64_t ldm, T* y) {
+        T* chunks = static_cast<T*>(thread_gemv_chunks(threads));
+        parallel_ranges(threads, len, grain, [&](int tid, int64_t lo, int64_t hi) {
+            uk.gemv_rows(hi - lo, k, alpha, x, incx, mat + lo, ldm, beta, y + lo,
+                         chunks + tid * (kGemvChunkBytes / int64_t(sizeof(T))));
+        });
+    };
+    auto dots_form = [&](int64_t len, const S* x, const S* mat, int64_t ldm, T* y, int64_t incy) {
+        parallel_ranges(threads, len, grain, [&](int, int64_t lo, int64_t hi) {
+            uk.gemv_dots(hi - lo, k, alpha, x, mat + lo * ldm, ldm, beta, y + lo * incy, incy);
+        });
+    };
+    if (m == 1 && b.cs == 1 && (c.cs == 1 || n == 1)) {  // c[0, j] = sum_p a[0, p] b[p, j]
+        rows_form(n, a.data, a.cs, b.data, b.rs, c.data);
+    } else if (m == 1 && b.rs == 1 && (a.cs == 1 || k == 1)) {
+        dots_form(n, a.data, b.data, b.cs, c.data, c.cs);
+    } else if (n == 1 && a.rs == 1 && (c.rs == 1 || m == 1)) {  // c[i, 0] = sum_p a[i, p] b[p, 0]
+        rows_form(m, b.data, b.rs, a.data, a.cs, c.data);
+    } else if (n == 1 && a.cs == 1 && (b.rs == 1 || k == 1)) {
+        dots_form(m, b.data, a.data, a.rs, c.data, c.rs);
+    } else {
+        return false;
+    }
+    return true;
+}
 
 // Zero-padded or masked-off lanes compute x * 0, which raises FE_INVALID for x = inf although
 // the true product raises nothing. An invalid operation of the true product leaves a NaN in

@@ -6,8 +6,11 @@
 namespace fastgemm {
 
 double fma_peak_gflops(const KernelSet& ks, bool f64, double seconds) {
+    return loop_peak_gflops(f64 ? ks.f64.fma_loop : ks.f32.fma_loop, seconds);
+}
+
+double loop_peak_gflops(double (*loop)(int64_t), double seconds) {
     using clock = std::chrono::steady_clock;
-    double (*loop)(int64_t) = f64 ? ks.f64.fma_loop : ks.f32.fma_loop;
     // Calibrate to ~1 ms per run, then keep the best run: interference only ever slows it down.
     int64_t reps = 1024;
     for (;;) {

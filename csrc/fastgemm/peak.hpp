@@ -9,4 +9,7 @@ namespace fastgemm {
 // calling thread, timed over about `seconds` (best of a few runs).
 double fma_peak_gflops(const KernelSet& ks, bool f64, double seconds);
 
+// The same for any such loop (`loop(reps)` returns the flops it did), e.g. PairKernels::dot_loop.
+double loop_peak_gflops(double (*loop)(int64_t), double seconds);
+
 }  // namespace fastgemm

@@ -5,6 +5,7 @@
 // an exact allocation (the sanitizer catches any stray access) and once between sentinel-filled
 // guards (a stray write changes a sentinel). Portable: no ISA-specific code, kernels come from
 // runnable_kernels(), so it also runs on aarch64 under qemu.
+#include <algorithm>
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
@@ -15,11 +16,13 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../fastgemm/batched.hpp"
 #include "../fastgemm/blocking.hpp"
 #include "../fastgemm/dispatch.hpp"
+#include "../fastgemm/driver.hpp"
 #include "../fastgemm/gemm.hpp"
 #include "../fastgemm/gemm_lowp.hpp"
 #include "../fastgemm/scratch.hpp"
@@ -505,6 +508,10 @@ void run_lowp(const fastgemm::KernelSet& ks) {
         shapes.push_back({mr + 1, nr - 1, bs.kc + d});
         shapes.push_back({bs.mc + d, 3, 4});
     }
+    // Above 64^3: bfloat16 on pair kernels (vdpbf16ps) where the set has them; odd k, a k slice
+    // boundary (pairs: twice the float32 KC) and edge tiles.
+    shapes.push_back({65, 65, 65});
+    shapes.push_back({2 * mr + 3, 3 * nr + 1, 2 * bs.kc + 1});
     const double scalars[][2] = {{1, 0}, {0.75, -0.5}, {-1, 1}, {0, 0.5}, {0, 0}};
     int idx = 0;
     for (const auto& s : shapes) {
@@ -562,21 +569,30 @@ void run_lowp(const fastgemm::KernelSet& ks) {
 }
 
 // gemm_lowp_batched: a broadcast A (zero batch stride) over a stack of B, spread over threads
-// by batch, gives bitwise what gemm_lowp gives item by item.
+// by batch, gives bitwise what gemm_lowp gives item by item; widened small stacks (grouped,
+// the fixed 8^3 kernel, a column-major C) too.
 template <typename S>
 void lowp_batched(const fastgemm::KernelSet& ks) {
-    const int64_t m = 40, n = 64, k = 100, items = 20;  // 2 threads by batch, 1 per item
-    std::vector<S> a(size_t(m * k)), b(size_t(items * k * n));
-    for (S& x : a) x = to_storage<S>(float(uniform()));
-    for (S& x : b) x = to_storage<S>(float(uniform()));
-    std::vector<float> c(size_t(items * m * n), 5.0f), want(c);
-    for (int64_t i = 0; i < items; ++i)
-        fastgemm::gemm_lowp<S>(0.5f, {a.data(), m, k, k, 1}, {b.data() + i * k * n, k, n, n, 1}, -1.0f,
-                               {want.data() + i * m * n, m, n, n, 1});
-    fastgemm::gemm_lowp_batched<S>(0.5f, {a.data(), m, k, k, 1}, {b.data(), k, n, n, 1}, -1.0f, {c.data(), m, n, n, 1},
-                                   {{items, 0, k * n, m * n}});
-    report(std::memcmp(c.data(), want.data(), c.size() * 4) == 0,
-           std::string(ks.name) + " lowp " + storage_name<S>() + " batched = item by item");
+    struct Shape {
+        int64_t m, n, k, items;
+        bool col_major_c;
+    };
+    for (const Shape& sh : {Shape{40, 64, 100, 20, false}, Shape{8, 8, 8, 300, false}, Shape{7, 5, 9, 70, true}}) {
+        const int64_t m = sh.m, n = sh.n, k = sh.k, items = sh.items;  // 40 x 64 x 100: 2 threads by batch
+        std::vector<S> a(size_t(m * k)), b(size_t(items * k * n));
+        for (S& x : a) x = to_storage<S>(float(uniform()));
+        for (S& x : b) x = to_storage<S>(float(uniform()));
+        std::vector<float> c(size_t(items * m * n), 5.0f), want(c);
+        const int64_t rsc = sh.col_major_c ? 1 : n, csc = sh.col_major_c ? m : 1;
+        for (int64_t i = 0; i < items; ++i)
+            fastgemm::gemm_lowp<S>(0.5f, {a.data(), m, k, k, 1}, {b.data() + i * k * n, k, n, n, 1}, -1.0f,
+                                   {want.data() + i * m * n, m, n, rsc, csc});
+        fastgemm::gemm_lowp_batched<S>(0.5f, {a.data(), m, k, k, 1}, {b.data(), k, n, n, 1}, -1.0f,
+                                       {c.data(), m, n, rsc, csc}, {{items, 0, k * n, m * n}});
+        report(std::memcmp(c.data(), want.data(), c.size() * 4) == 0,
+               std::string(ks.name) + " lowp " + storage_name<S>() + " batched = item by item, " + std::to_string(m) +
+                   "x" + std::to_string(n) + "x" + std::to_string(k));
+    }
     float x[16] = {};
     const View<const S> s{reinterpret_cast<const S*>(x), 2, 2, 2, 1};
     expect_throw<std::invalid_argument>("gemm_lowp_batched refuses a C that overlaps itself", [&] {
@@ -627,6 +643,145 @@ void lowp_narrow(const fastgemm::KernelSet& ks) {
 
 }  // namespace
 
+// run_blocked_pairs (the five loops over bfloat16 pair slivers: ceil(kc / 2) slot steps, k
+// slices rounded to even) on a scalar stand-in for the AVX512_BF16 kernels, so the driver's
+// pair arithmetic is tested on every machine: the slot layout of kernel.hpp's PairKernels, and
+// vdpbf16ps's arithmetic per lane as Intel's SDM gives it (the odd pair's product added first,
+// then the even one's; bfloat16 subnormal inputs read as 0, subnormal sums flushed to 0). The
+// AVX512_BF16 kernels themselves run in run_lowp where the CPU has them.
+namespace emu {
+
+uint32_t slot_bits(const float* p) {
+    uint32_t u;
+    std::memcpy(&u, p, 4);
+    return u;
+}
+float bf16_daz(uint32_t h) { return (h & 0x7f80u) ? fastgemm::to_float(fastgemm::bfloat16_t{uint16_t(h)}) : 0.0f; }
+float ftz(float x) { return std::fabs(x) < std::ldexp(1.0f, -126) ? 0.0f * x : x; }
+
+constexpr int kMR = 3, kNV = 2, kW = 4;  // a 3 x 8 tile of 4-lane "vectors"
+
+template <int M, int V>
+void tile(int64_t ks, float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+          int64_t ldc, int n) {
+    float acc[M][V * kW] = {};
+    for (int64_t q = 0; q < ks; ++q)
+        for (int i = 0; i < M; ++i) {
+            const uint32_t ai = slot_bits(a + q * lda + i);
+            for (int j = 0; j < V * kW; ++j) {
+                const uint32_t bj = slot_bits(b + q * ldb + j);
+                acc[i][j] = ftz(acc[i][j] + bf16_daz(ai >> 16) * bf16_daz(bj >> 16));
+                acc[i][j] = ftz(acc[i][j] + bf16_daz(ai & 0xffffu) * bf16_daz(bj & 0xffffu));
+            }
+        }
+    for (int i = 0; i < M; ++i)
+        for (int j = 0; j < n; ++j)
+            c[i * ldc + j] = beta == 0.0f ? alpha * acc[i][j] : alpha * acc[i][j] + beta * c[i * ldc + j];
+}
+
+void put(float* dst, uint16_t lo, uint16_t hi) {
+    const uint32_t u = uint32_t(lo) | uint32_t(hi) << 16;
+    std::memcpy(dst, &u, 4);
+}
+
+void pack_a(int64_t mc, int64_t kc, const fastgemm::bfloat16_t* a, int64_t rsa, int64_t csa, float* ap) {
+    const int64_t kp = (kc + 1) / 2;
+    for (int64_t i0 = 0; i0 < mc; i0 += kMR, ap += kMR * kp)
+        for (int64_t q = 0; q < kp; ++q)
+            for (int i = 0; i < kMR; ++i) {
+                const bool row = i0 + i < mc;
+                put(ap + q * kMR + i, row ? a[(i0 + i) * rsa + 2 * q * csa].bits : 0,
+                    row && 2 * q + 1 < kc ? a[(i0 + i) * rsa + (2 * q + 1) * csa].bits : 0);
+            }
+}
+
+void pack_b(int64_t kc, int64_t nc, const fastgemm::bfloat16_t* b, int64_t rsb, int64_t csb, float* bp, int64_t s0,
+            int64_t s1) {
+    constexpr int NR = kNV * kW;
+    const int64_t kp = (kc + 1) / 2;
+    for (int64_t s = s0; s < s1; ++s)
+        for (int64_t q = 0; q < kp; ++q)
+            for (int j = 0; j < NR; ++j) {
+                const bool col = s * NR + j < nc;
+                put(bp + s * NR * kp + q * NR + j, col ? b[2 * q * rsb + (s * NR + j) * csb].bits : 0,
+                    col && 2 * q + 1 < kc ? b[(2 * q + 1) * rsb + (s * NR + j) * csb].bits : 0);
+            }
+}
+
+template <int M, int... V>
+fastgemm::TileRow<float> row(std::integer_sequence<int, V...>) {
+    return {{nullptr, &tile<M, V + 1>...}};
+}
+
+fastgemm::PairKernels kernels() {
+    fastgemm::PairKernels pk{kMR, kNV * kW, kW, {}, &pack_a, &pack_b, nullptr};  // no peak loop
+    pk.tiles[1] = row<1>(std::make_integer_sequence<int, kNV>{});
+    pk.tiles[2] = row<2>(std::make_integer_sequence<int, kNV>{});
+    pk.tiles[3] = row<3>(std::make_integer_sequence<int, kNV>{});
+    return pk;
+}
+
+}  // namespace emu
+
+void pair_driver_emulated() {
+    using fastgemm::bfloat16_t;
+    const fastgemm::PairKernels pk = emu::kernels();
+    struct Shape {
+        int64_t m, n, k;
+    };
+    // Odd and even k, k slices of 8 (kc 7 rounds up to 8) with an odd last one, edge tiles.
+    const fastgemm::Blocking bs{6, 7, 16};
+    for (const Shape& sh : {Shape{1, 1, 1}, Shape{3, 8, 2}, Shape{4, 9, 3}, Shape{7, 17, 23}, Shape{10, 33, 16}}) {
+        const int64_t m = sh.m, n = sh.n, k = sh.k;
+        for (int layout = 0; layout < 3; ++layout) {  // A row-major, A column-major + stepped C, C column-major
+            std::vector<bfloat16_t> a(size_t(m * k)), b(size_t(k * n));
+            std::vector<double> a64(a.size()), b64(b.size());
+            for (size_t i = 0; i < a.size(); ++i)
+                a64[i] = fastgemm::to_float(a[i] = fastgemm::to_bfloat16(float(uniform())));
+            for (size_t i = 0; i < b.size(); ++i)
+                b64[i] = fastgemm::to_float(b[i] = fastgemm::to_bfloat16(float(uniform())));
+            const bool acol = layout == 1;
+            const View<const bfloat16_t> va{a.data(), m, k, acol ? 1 : k, acol ? m : 1};
+            const View<const bfloat16_t> vb{b.data(), k, n, n, 1};
+            std::vector<float> c(size_t(m * n * 2), 0.5f), c1, c2;
+            const View<float> vc = layout == 0   ? View<float>{c.data(), m, n, n, 1}
+                                   : layout == 1 ? View<float>{c.data(), m, n, 2 * n, 2}
+                                                 : View<float>{c.data(), m, n, 1, m};
+            bool ok = true;
+            for (int threads : {1, 2}) {
+                std::fill(c.begin(), c.end(), 0.5f);
+                fastgemm::run_blocked_pairs(pk, bs, threads, 1.5f, va, vb, -1.0f, vc);
+                (threads == 1 ? c1 : c2) = c;
+            }
+            for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < n; ++j) {
+                    double ref = 0, mag = 0;
+                    for (int64_t p = 0; p < k; ++p) {
+                        const double x = a64[size_t(acol ? p * m + i : i * k + p)] * b64[size_t(p * n + j)];
+                        ref += x;
+                        mag += std::fabs(x);
+                    }
+                    const double got = vc.data[i * vc.rs + j * vc.cs];
+                    ok = ok && std::fabs(got - (1.5 * ref - 0.5)) <=
+                                   2 * double(k + 2) * std::ldexp(1.0, -24) * (1.5 * mag + 0.5);
+                }
+            report(ok && c1 == c2, "pair driver (emulated vdpbf16ps) " + std::to_string(m) + "x" + std::to_string(n) +
+                                       "x" + std::to_string(k) + " layout " + std::to_string(layout));
+        }
+    }
+    // vdpbf16ps's subnormal rules through the driver: subnormal inputs and sums give 0.
+    const int64_t k = 5;
+    std::vector<bfloat16_t> tiny(size_t(2 * k), bfloat16_t{1}),
+        small(size_t(2 * k), fastgemm::to_bfloat16(std::ldexp(1.0f, -70)));
+    std::vector<float> c(4, 9.0f);
+    fastgemm::run_blocked_pairs(pk, bs, 1, 1.0f, {tiny.data(), 2, k, k, 1}, {small.data(), k, 2, 2, 1}, 0.0f,
+                                {c.data(), 2, 2, 2, 1});
+    report(c[0] == 0.0f && c[3] == 0.0f, "pair driver (emulated): subnormal inputs read as 0");
+    fastgemm::run_blocked_pairs(pk, bs, 1, 1.0f, {small.data(), 2, k, k, 1}, {small.data(), k, 2, 2, 1}, 0.0f,
+                                {c.data(), 2, 2, 2, 1});
+    report(c[0] == 0.0f && c[3] == 0.0f, "pair driver (emulated): subnormal sums flushed to 0");
+}
+
 int main() {
     // Read once, at the first blocking_for: set before anything computes.
     setenv("FASTGEMM_KC", "99999999999999999999", 1);
@@ -656,6 +811,7 @@ int main() {
         std::printf("kernel %-8s %s\n", ks->name, failed == f0 ? "ok" : "FAILED");
     }
     fastgemm::set_kernels(before);
+    pair_driver_emulated();
     bad_input();
     overlap_rule();
     kernel_lookup_and_threads();

@@ -113,7 +113,10 @@ def info(args: argparse.Namespace) -> int:
         for name in i["kernels"]:
             p32 = _core.fma_peak(name, False, 0.3)
             p64 = _core.fma_peak(name, True, 0.3)
-            rows.append((f"FMA peak {name}", f"float32 {p32:.1f}, float64 {p64:.1f} GFLOP/s per core"))
+            line = f"float32 {p32:.1f}, float64 {p64:.1f} GFLOP/s per core"
+            if _core.lowp_info(name)["bf16_pairs"] is not None:
+                line += f", bfloat16 (vdpbf16ps) {_core.bf16_pair_peak(name, 0.3):.1f}"
+            rows.append((f"FMA peak {name}", line))
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")

@@ -135,6 +135,10 @@ def matmul(a: npt.ArrayLike, b: npt.ArrayLike, out: np.ndarray | tuple[np.ndarra
     if isinstance(out, tuple) and len(out) == 1:
         out = out[0]
     if type(a) is np.ndarray and a.dtype.itemsize == 2:  # float16 / bfloat16: _lowp.py
+        if not kwargs:
+            r = _core.lowp_matmul_call(a, b, out)  # two 2-D arrays, no out: in C
+            if r is not NotImplemented:
+                return r
         low = _lowp.plan(a, b, out)
         if low is not None and (not kwargs or _keywords_native(kwargs, low.a, low.b, low.result)):
             return _lowp.run(low, out)

@@ -172,6 +172,7 @@ def info() -> dict[str, Any]:
 
 # How each kernel set widens 2-byte inputs (docs/DESIGN.md, "Low-precision products").
 _WIDEN = {
+    "avx512bf16": "bfloat16 by a 16-bit shift, float16 by vcvtph2ps",
     "avx512": "bfloat16 by a 16-bit shift, float16 by vcvtph2ps",
     "avx2": "bfloat16 by a 16-bit shift, float16 by F16C vcvtph2ps",
     "neon": "bfloat16 by a 16-bit shift, float16 by fcvtl",
@@ -182,8 +183,15 @@ _WIDEN = {
 def _low_precision(kernel: str, mr: int, nr: int) -> str:
     """One line on the bfloat16 / float16 path of ``kernel``."""
     how = _WIDEN.get(kernel, "converted in portable C++")
-    return (
+    pairs = _core.lowp_info(kernel)["bf16_pairs"]
+    line = (
         f"bfloat16, float16: widened to float32 while packing ({how}), float32 tile "
         f"{mr} x {nr}, so its peak is the float32 FMA peak; matrix-vector products "
-        "stream the 2-byte matrix; no AVX512_BF16 (vdpbf16ps) kernel yet"
+        "stream the 2-byte matrix"
+    )
+    if pairs is None:
+        return line + "; no AVX512_BF16 (vdpbf16ps) kernel on this set"
+    return line + (
+        f"; bfloat16 products above 64^3 run on vdpbf16ps (AVX512_BF16): pairs along k, "
+        f"tile {pairs['mr']} x {pairs['nr']}, twice the float32 multiply-adds per instruction"
     )

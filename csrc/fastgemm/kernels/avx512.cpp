@@ -4,42 +4,11 @@
 // few rows with B read in place: see docs/DESIGN.md, "Tile shapes" and "Skinny tiles".
 #include <immintrin.h>
 
+#include "avx512_traits.hpp"
 #include "table.hpp"
 
 namespace fastgemm {
 namespace {
-
-struct Avx512F32 {
-    using T = float;
-    using reg = __m512;
-    using mask = __mmask16;
-    static constexpr int W = 16;
-    static reg zero() { return _mm512_setzero_ps(); }
-    static reg set1(T x) { return _mm512_set1_ps(x); }
-    static reg loadu(const T* p) { return _mm512_loadu_ps(p); }
-    static void storeu(T* p, reg r) { _mm512_storeu_ps(p, r); }
-    static mask lanes(int n) { return n >= W ? mask(0xFFFF) : n <= 0 ? mask(0) : mask((1u << n) - 1); }
-    static reg maskz_loadu(mask m, const T* p) { return _mm512_maskz_loadu_ps(m, p); }
-    static void mask_storeu(T* p, mask m, reg r) { _mm512_mask_storeu_ps(p, m, r); }
-    static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
-    static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
-};
-
-struct Avx512F64 {
-    using T = double;
-    using reg = __m512d;
-    using mask = __mmask8;
-    static constexpr int W = 8;
-    static reg zero() { return _mm512_setzero_pd(); }
-    static reg set1(T x) { return _mm512_set1_pd(x); }
-    static reg loadu(const T* p) { return _mm512_loadu_pd(p); }
-    static void storeu(T* p, reg r) { _mm512_storeu_pd(p, r); }
-    static mask lanes(int n) { return n >= W ? mask(0xFF) : n <= 0 ? mask(0) : mask((1u << n) - 1); }
-    static reg maskz_loadu(mask m, const T* p) { return _mm512_maskz_loadu_pd(m, p); }
-    static void mask_storeu(T* p, mask m, reg r) { _mm512_mask_storeu_pd(p, m, r); }
-    static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_pd(a, b, c); }
-    static reg mul(reg a, reg b) { return _mm512_mul_pd(a, b); }
-};
 
 // Packing row-major A into MR-row slivers is a transpose: these move 16 (fp32) or 8 (fp64)
 // k-steps of a sliver at once in registers; see docs/DESIGN.md, "Packing transposes".
@@ -112,7 +81,7 @@ void pack_a_rows(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, in
 }
 
 // bfloat16 -> float32 is a 16-bit shift, float16 -> float32 vcvtph2ps (exact, subnormals kept).
-// Conversion in packing on this set; the vdpbf16ps kernel for AVX512_BF16 CPUs is still to come.
+// Conversion in packing on this set; avx512bf16 below runs bfloat16 on vdpbf16ps.
 struct Avx512Bf16 {
     using S = bfloat16_t;
     static float one(S x) { return to_float(x); }
@@ -156,5 +125,17 @@ constexpr KernelSet avx512_kernels{"avx512",
                                    table<Avx512F32, 16, 1>(),
                                    table<Avx512F64, 16, 1>(),
                                    kernels::lowp_kernels<Avx512F32, Avx512Bf16, Avx512F16, Avx512Narrow, 14, 2>()};
+
+// avx512 with bfloat16 products on vdpbf16ps (avx512bf16.cpp) for CPUs with AVX512_BF16: the
+// same tables and thresholds otherwise, so `set_kernel("avx512")` still tests conversion in
+// packing on those CPUs.
+constexpr KernelSet with_bf16_pairs(KernelSet ks) {
+    ks.name = "avx512bf16";
+    ks.isa = "AVX-512 F/BW/VL/DQ + AVX512_BF16";
+    ks.can_run = &runs_avx512_bf16;
+    ks.lowp.bf16_pairs = &avx512bf16_pair_kernels;
+    return ks;
+}
+constexpr KernelSet avx512bf16_kernels = with_bf16_pairs(avx512_kernels);
 
 }  // namespace fastgemm

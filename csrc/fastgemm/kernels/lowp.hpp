@@ -228,15 +228,32 @@ void gemv_rows_best(int64_t n, int64_t k, float alpha, const typename C::S* x, i
     else gemv_rows_cvt<V, C>(n, k, alpha, x, incx, mat, ldm, beta, y, t);
 }
 
+// dst (rows x cols, row-major, contiguous) = src widened, from any strides: the operands of a
+// small product, made float32 for the float32 small kernels.
+template <typename V, typename C>
+void widen(int64_t rows, int64_t cols, const typename C::S* src, int64_t rs, int64_t cs, float* dst) {
+    constexpr int W = V::W;
+    for (int64_t i = 0; i < rows; ++i, dst += cols) {
+        const typename C::S* r = src + i * rs;
+        if (cs != 1) {
+            for (int64_t j = 0; j < cols; ++j) dst[j] = C::one(r[j * cs]);
+            continue;
+        }
+        int64_t j = 0;
+        for (; j + W <= cols; j += W) V::storeu(dst + j, C::load(r + j));
+        for (; j < cols; ++j) dst[j] = C::one(r[j]);
+    }
+}
+
 template <typename V, typename C, int MR, int NR>
 constexpr LowpTable<typename C::S> lowp_table() {
-    return {&pack_a_cvt<V, C, MR>, &pack_b_cvt<V, C, NR>, &gemv_rows_best<V, C>, &gemv_dots_cvt<V, C>};
+    return {&pack_a_cvt<V, C, MR>, &pack_b_cvt<V, C, NR>, &gemv_rows_best<V, C>, &gemv_dots_cvt<V, C>, &widen<V, C>};
 }
 
 // The LowpKernels of a kernel file whose float32 main tile is MR x (NV vectors of V).
 template <typename V, typename Cbf16, typename Cf16, typename N, int MR, int NV>
 constexpr LowpKernels lowp_kernels() {
-    return {lowp_table<V, Cbf16, MR, NV * V::W>(), lowp_table<V, Cf16, MR, NV * V::W>(), &N::narrow};
+    return {lowp_table<V, Cbf16, MR, NV * V::W>(), lowp_table<V, Cf16, MR, NV * V::W>(), &N::narrow, nullptr};
 }
 
 }  // namespace kernels

@@ -20,7 +20,9 @@ constexpr int prefetch_a_steps = 0;
 template <typename V>
 constexpr int prefetch_a_steps<V, std::void_t<decltype(V::kPrefetchA)>> = V::kPrefetchA;
 
-template <typename V, int MR, int NV>
+// D::fmadd(a, b, acc) is the k step's multiply-add (V's own FMA by default; a dot-product
+// instruction on packed pairs for PairKernels); alpha and beta are applied with V's.
+template <typename V, int MR, int NV, typename D = V>
 void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda, const typename V::T* b, int64_t ldb,
              typename V::T beta, typename V::T* c, int64_t ldc, int n) {
     using T = typename V::T;
@@ -43,7 +45,7 @@ void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda
             for (int i = 0; i < MR; ++i) {
                 const R av = V::set1(a[i]);
 #pragma GCC unroll 8
-                for (int j = 0; j < NV; ++j) acc[i][j] = V::fmadd(av, bv[j], acc[i][j]);
+                for (int j = 0; j < NV; ++j) acc[i][j] = D::fmadd(av, bv[j], acc[i][j]);
             }
             a += lda;
             b += ldb;

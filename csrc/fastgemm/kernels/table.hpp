@@ -50,9 +50,10 @@ double fma_loop(int64_t reps) {
     return double(reps) * CHAINS * V::W * 2;
 }
 
-template <typename V, int M, int... N>
+// The tiles of M rows, 1..NV vectors wide; D: the k step's multiply-add (see ukernel).
+template <typename V, int M, typename D = V, int... N>
 constexpr TileRow<typename V::T> tile_row(std::integer_sequence<int, N...>) {
-    return {{nullptr, &ukernel<V, M, N + 1>...}};
+    return {{nullptr, &ukernel<V, M, N + 1, D>...}};
 }
 
 template <typename V, int MR, int NV, int PV, int... M>

@@ -41,6 +41,11 @@ SETTLE_S = 0.15
 NUMPY_F16_MAX_FLOPS = 2 * 512**3
 
 
+# torch's bfloat16 / float16 CPU matmul without AVX512_BF16 ran ~0.4 GFLOP/s on Zen 3 (torch
+# 2.13, 1 thread, 256^3 .. 512^3; 0.1 at 1 x 4096 x 4096): 2048^3 would take ~40 s a call.
+TORCH_LOWP_SLOW_MAX_FLOPS = 2 * 512**3
+
+
 class Unsupported(Exception):
     """The library cannot run this case (its reason is shown in the table's notes)."""
 
@@ -96,10 +101,22 @@ class Torch:
         self.torch = torch
         torch.set_num_threads(threads)
 
+    def _tensor(self, x):
+        # torch knows no ml_dtypes bfloat16: the same bits through a uint16 view, read as its own
+        # bfloat16 (torch's bf16 @ bf16 gives bfloat16, rounded once from its accumulators).
+        if x.dtype.itemsize == 2 and x.dtype.kind == "V":
+            return self.torch.from_numpy(x.view(np.uint16)).view(self.torch.bfloat16)
+        return self.torch.from_numpy(x)
+
     def prepare(self, case, a, b):
         _numpy_only(case)
+        slow = case.dtype in LOWP_DTYPES and "avx512_bf16" not in _core.cpu_features()
+        if slow and case.flops > TORCH_LOWP_SLOW_MAX_FLOPS:
+            raise Unsupported(
+                "torch's 2-byte CPU matmul without AVX512_BF16 is a slow loop (~0.4 GFLOP/s): not timed above 512^3"
+            )
         try:
-            ta, tb = self.torch.from_numpy(a), self.torch.from_numpy(b)
+            ta, tb = self._tensor(a), self._tensor(b)
         except (TypeError, ValueError, RuntimeError) as e:
             raise Unsupported(f"torch.from_numpy refused the operands: {e}") from None
         matmul = self.torch.matmul
@@ -288,5 +305,12 @@ def run_case(case, libs, operands, repeats, budget, rng, tick=None, threads=1):
 
 
 def fma_peaks(kernel, dtypes):
-    """GFLOP/s of one core's FMA loop for `kernel`, per dtype (measured once per run)."""
-    return {dt: _core.fma_peak(kernel, dt == "float64", PEAK_SECONDS) for dt in dtypes}
+    """GFLOP/s of one core's FMA loop for `kernel`, per dtype (measured once per run); bfloat16
+    on a kernel with pair kernels: its vdpbf16ps loop."""
+
+    def peak(dt):
+        if dt == "bfloat16" and _core.lowp_info(kernel)["bf16_pairs"] is not None:
+            return _core.bf16_pair_peak(kernel, PEAK_SECONDS)
+        return _core.fma_peak(kernel, dt == "float64", PEAK_SECONDS)
+
+    return {dt: peak(dt) for dt in dtypes}
