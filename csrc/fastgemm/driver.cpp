@@ -30,9 +30,18 @@ Grid make_grid(int threads, int64_t m, int mr) {
 
 template <typename T>
 void bounce_tile(const KernelTable<T>& uk, int64_t kc, T alpha, const T* ap, const T* bp, int64_t ldb, T beta, T* c,
-                 int64_t rsc, int64_t csc, int m, int n) {
+                 int64_t rsc, int64_t csc, int m, int n, const Epilogue<T>* ep) {
     alignas(64) T tile[kMaxTile];
     uk.tiles[m].by_nv[(n + uk.lanes - 1) / uk.lanes](kc, alpha, ap, uk.mr, bp, ldb, T(0), tile, uk.nr, n);
+    if (ep) {  // the last k block: finish the tile in the buffer, then write it once
+        if (beta != T(0))
+            for (int i = 0; i < m; ++i)
+                for (int j = 0; j < n; ++j) tile[i * uk.nr + j] += beta * c[i * rsc + j * csc];
+        uk.epilogue(m, n, tile, uk.nr, ep->bias, ep->act);
+        for (int i = 0; i < m; ++i)
+            for (int j = 0; j < n; ++j) c[i * rsc + j * csc] = tile[i * uk.nr + j];
+        return;
+    }
     for (int i = 0; i < m; ++i)
         for (int j = 0; j < n; ++j) {
             T& cij = c[i * rsc + j * csc];
@@ -44,7 +53,7 @@ void bounce_tile(const KernelTable<T>& uk, int64_t kc, T alpha, const T* ap, con
 // slivers of B are read in place.
 template <typename S, typename T>
 void blocked(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int threads, bool direct_b, T alpha,
-             View<const S> a, View<const S> b, T beta, View<T> c) {
+             View<const S> a, View<const S> b, T beta, View<T> c, const Epilogue<T>& ep) {
     const int MR = uk.mr, NR = uk.nr;
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     // A thread without an MR x NR tile of C would only wait at the barriers.
@@ -84,6 +93,7 @@ void blocked(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int
             for (int64_t pc = 0; pc < k; pc += kc_max) {
                 const int64_t kc = std::min(kc_max, k - pc);
                 const T beta_pc = pc == 0 ? beta : T(1);
+                const Epilogue<T>* ep_pc = pc + kc == k && ep.active() ? &ep : nullptr;  // last k block
                 const S* b_pc = b.data + pc * b.rs + jc * b.cs;
                 pk.pack_b(kc, nc, b_pc, b.rs, b.cs, bp, in_place + packed * tid / team,
                           in_place + packed * (tid + 1) / team);
@@ -104,9 +114,14 @@ void blocked(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int
                         for (int64_t ir = 0; ir < mc; ir += MR) {
                             const int mr = int(std::min<int64_t>(MR, mc - ir));
                             T* cij = c.data + (ic + ir) * c.rs + (jc + jr) * c.cs;
-                            if (unit_cs)
+                            const Epilogue<T> tile_ep = ep_pc ? ep_pc->from_column(jc + jr) : Epilogue<T>{};
+                            if (unit_cs) {
                                 uk.tiles[mr].by_nv[nv](kc, alpha, ap + ir * kc, MR, bs_, ldb, beta_pc, cij, c.rs, nr);
-                            else bounce_tile(uk, kc, alpha, ap + ir * kc, bs_, ldb, beta_pc, cij, c.rs, c.cs, mr, nr);
+                                if (ep_pc) uk.epilogue(mr, nr, cij, c.rs, tile_ep.bias, tile_ep.act);
+                            } else {
+                                bounce_tile(uk, kc, alpha, ap + ir * kc, bs_, ldb, beta_pc, cij, c.rs, c.cs, mr, nr,
+                                            ep_pc ? &tile_ep : nullptr);
+                            }
                         }
                     }
                 }
@@ -123,26 +138,26 @@ void blocked(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int
 
 template <typename T>
 void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b, T alpha, View<const T> a,
-                 View<const T> b, T beta, View<T> c) {
-    blocked<T, T>(uk, Packers<T, T>{uk.pack_a, uk.pack_b}, bs, threads, direct_b, alpha, a, b, beta, c);
+                 View<const T> b, T beta, View<T> c, const Epilogue<T>& ep) {
+    blocked<T, T>(uk, Packers<T, T>{uk.pack_a, uk.pack_b}, bs, threads, direct_b, alpha, a, b, beta, c, ep);
 }
 
 template <typename S, typename T>
 void run_blocked_packed(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int threads, T alpha,
-                        View<const S> a, View<const S> b, T beta, View<T> c) {
-    blocked<S, T>(uk, pk, bs, threads, false, alpha, a, b, beta, c);
+                        View<const S> a, View<const S> b, T beta, View<T> c, const Epilogue<T>& ep) {
+    blocked<S, T>(uk, pk, bs, threads, false, alpha, a, b, beta, c, ep);
 }
 
 template void run_blocked<float>(const KernelTable<float>&, const Blocking&, int, bool, float, View<const float>,
-                                 View<const float>, float, View<float>);
+                                 View<const float>, float, View<float>, const Epilogue<float>&);
 template void run_blocked<double>(const KernelTable<double>&, const Blocking&, int, bool, double, View<const double>,
-                                  View<const double>, double, View<double>);
+                                  View<const double>, double, View<double>, const Epilogue<double>&);
 
 template void run_blocked_packed<bfloat16_t, float>(const KernelTable<float>&, Packers<bfloat16_t, float>,
                                                     const Blocking&, int, float, View<const bfloat16_t>,
-                                                    View<const bfloat16_t>, float, View<float>);
+                                                    View<const bfloat16_t>, float, View<float>, const Epilogue<float>&);
 template void run_blocked_packed<float16_t, float>(const KernelTable<float>&, Packers<float16_t, float>,
                                                    const Blocking&, int, float, View<const float16_t>,
-                                                   View<const float16_t>, float, View<float>);
+                                                   View<const float16_t>, float, View<float>, const Epilogue<float>&);
 
 }  // namespace fastgemm

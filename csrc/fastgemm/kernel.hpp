@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "cpu.hpp"
+#include "epilogue.hpp"
 #include "half.hpp"
 
 namespace fastgemm {
@@ -73,6 +74,9 @@ struct KernelTable {
     // `reps` rounds of independent vector FMAs; returns the flops done. Timed by the caller
     // to measure one core's FMA ceiling for this ISA and type.
     double (*fma_loop)(int64_t reps);
+    // c[i*rsc + j] = act(c[i*rsc + j] + bias[j]) for i < m, j < n (bias null: no add), on a
+    // finished block of C; see docs/DESIGN.md, "Fused bias and activation".
+    void (*epilogue)(int64_t m, int64_t n, T* c, int64_t rsc, const T* bias, Activation act);
 };
 
 // Which path a product takes, by shape; see docs/DESIGN.md, "Shape-specific paths".

@@ -1,0 +1,262 @@
+// The fused epilogue of one block of C: bias add and activation, vectorised over the kernel
+// file's vector traits V, with the exp / expm1 / erfc approximations the activations need.
+// Included only from kernels/*.cpp (through table.hpp). Every template takes a vector-traits
+// type V, and each kernel file's V is a distinct type in an anonymous namespace, so
+// instantiations compiled with different ISA flags never share a symbol.
+//
+// Besides table.hpp's operations V provides add, sub, div, max(a, b) and min(a, b) (b
+// returned when either is NaN on x86, NaN on NEON: NaN goes in b), abs, blend_lt(a, b, x, y)
+// (x where a < b, else y) and pow2i(n) (2^n for integral n in the normal exponent range).
+// Errors measured against float64 / mpmath references: docs/DESIGN.md, "Fused bias and activation".
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "../epilogue.hpp"
+#include "../kernel.hpp"
+
+namespace fastgemm {
+namespace kernels {
+namespace epi {
+
+template <typename T>
+constexpr bool kF32 = std::is_same_v<T, float>;
+
+// round(x) for |x| < 2^22 (float) / 2^51 (double): the magic-number add rounds to nearest even.
+template <typename V>
+typename V::reg round_small(typename V::reg x) {
+    using T = typename V::T;
+    const T magic = kF32<T> ? T(12582912.0) : T(6755399441055744.0);  // 1.5 * 2^23 / 2^52
+    return V::sub(V::add(x, V::set1(magic)), V::set1(magic));
+}
+
+// x = n ln2 + r, |r| <= ln2 / 2, n integral (Cody-Waite: n * ln2_hi is exact).
+template <typename V>
+typename V::reg reduce_ln2(typename V::reg x, typename V::reg& n) {
+    using T = typename V::T;
+    const T log2e = T(1.4426950408889634), hi = kF32<T> ? T(0.693359375) : T(6.93147180369123816490e-01),
+            lo = kF32<T> ? T(-2.12194440e-4) : T(1.90821492927058770002e-10);
+    n = round_small<V>(V::mul(x, V::set1(log2e)));
+    const typename V::reg r = V::fmadd(n, V::set1(-hi), x);
+    return V::fmadd(n, V::set1(-lo), r);
+}
+
+// 1 / j! for j <= N, the Taylor coefficients of e^r.
+template <typename T, int N>
+struct InvFactorials {
+    T v[N + 1];
+    constexpr InvFactorials() : v() {
+        v[0] = T(1);
+        for (int j = 1; j <= N; ++j) v[j] = v[j - 1] / T(j);
+    }
+};
+
+// (e^r - 1 - r) / r^2 for |r| <= ln2 / 2: Taylor to degree 7 (float, truncation < 0.1 ulp)
+// or 13 (double).
+template <typename V>
+typename V::reg expm1_tail(typename V::reg r) {
+    using T = typename V::T;
+    constexpr int kTop = kF32<T> ? 7 : 13;
+    static constexpr InvFactorials<T, kTop> inv{};
+    typename V::reg q = V::set1(inv.v[kTop]);
+#pragma GCC unroll 16
+    for (int j = kTop - 1; j >= 2; --j) q = V::fmadd(q, r, V::set1(inv.v[j]));
+    return q;
+}
+
+// e^x for every x (NaN stays NaN): 0 below the subnormal range, inf above the finite range.
+// 2^n is applied as two factors so subnormal results round once, as the true value would.
+template <typename V>
+typename V::reg exp(typename V::reg x) {
+    using T = typename V::T;
+    using R = typename V::reg;
+    const T lo = kF32<T> ? T(-104) : T(-746), hi = kF32<T> ? T(89) : T(710);
+    x = V::min(V::set1(hi), V::max(V::set1(lo), x));
+    R n;
+    const R r = reduce_ln2<V>(x, n);
+    const R p = V::add(V::fmadd(V::mul(r, r), expm1_tail<V>(r), r), V::set1(T(1)));  // one rounding near 1
+    const R h = round_small<V>(V::mul(n, V::set1(T(0.5))));
+    return V::mul(V::mul(p, V::pow2i(h)), V::pow2i(V::sub(n, h)));
+}
+
+// e^x - 1 for 0 <= x <= 2^(exponent bits - 2) (what tanh needs), accurate near 0.
+template <typename V>
+typename V::reg expm1(typename V::reg x) {
+    using T = typename V::T;
+    using R = typename V::reg;
+    R n;
+    const R r = reduce_ln2<V>(x, n);
+    const R p = V::fmadd(V::mul(r, r), expm1_tail<V>(r), r);  // e^r - 1
+    const R s = V::pow2i(n);
+    return V::fmadd(s, p, V::sub(s, V::set1(T(1))));  // 2^n (e^r - 1) + 2^n - 1
+}
+
+// 1 / (1 + e^-v), from e^-|v| so neither tail cancels.
+template <typename V>
+typename V::reg sigmoid(typename V::reg v) {
+    using T = typename V::T;
+    using R = typename V::reg;
+    const R one = V::set1(T(1));
+    const R e = exp<V>(V::sub(V::zero(), V::abs(v)));
+    return V::div(V::blend_lt(v, V::zero(), e, one), V::add(one, e));
+}
+
+// tanh(x) = sign(x) e / (e + 2) with e = expm1(2|x|): no cancellation near 0; 1 from |x| = 10
+// (float) / 20 (double) on, where tanh rounds to 1.
+template <typename V>
+typename V::reg tanh(typename V::reg x) {
+    using T = typename V::T;
+    using R = typename V::reg;
+    const R xa = V::min(V::set1(kF32<T> ? T(10) : T(20)), V::abs(x));
+    const R e = expm1<V>(V::add(xa, xa));
+    const R t = V::div(e, V::add(e, V::set1(T(2))));
+    return V::blend_lt(x, V::zero(), V::sub(V::zero(), t), V::blend_lt(xa, V::set1(T(1e-30)), x, t));
+}
+
+// 0.5 erfc(|x| / sqrt 2) for float: Numerical Recipes' erfcc, t exp(-z^2 + P(t)), t = 1 / (1 +
+// z / 2) (fractional error < 1.2e-7), with z^2 = x^2 / 2 carried exactly (FMA error term and
+// a two-sum) so the exponent's rounding does not grow with z^2.
+template <typename V>
+typename V::reg half_erfc_f32(typename V::reg xa) {
+    using R = typename V::reg;
+    const R z = V::mul(xa, V::set1(0.70710678118654752f));
+    const R t = V::div(V::set1(1.0f), V::fmadd(z, V::set1(0.5f), V::set1(1.0f)));
+    const float c[10] = {-1.26551223f, 1.00002368f,  0.37409196f, 0.09678418f,  -0.18628806f,
+                         0.27886807f,  -1.13520398f, 1.48851587f, -0.82215223f, 0.17087277f};
+    R p = V::set1(c[9]);
+#pragma GCC unroll 9
+    for (int j = 8; j >= 0; --j) p = V::fmadd(p, t, V::set1(c[j]));
+    const R sq = V::mul(xa, xa);
+    const R sq_err = V::fmadd(xa, xa, V::sub(V::zero(), sq));  // xa^2 = sq + sq_err exactly
+    const R a = V::mul(sq, V::set1(-0.5f));                    // exact
+    const R b = V::fmadd(sq_err, V::set1(-0.5f), p);
+    const R s = V::add(a, b);  // two-sum: s + err = a + b exactly
+    const R bb = V::sub(s, a);
+    const R err = V::add(V::sub(a, V::sub(s, bb)), V::sub(b, bb));
+    const R e = exp<V>(s);
+    return V::mul(V::mul(t, V::set1(0.5f)), V::fmadd(e, err, e));
+}
+
+// Each activation as a functor over registers.
+template <typename V>
+struct Identity {
+    typename V::reg operator()(typename V::reg x) const { return x; }
+};
+
+template <typename V>
+struct Relu {
+    typename V::reg operator()(typename V::reg x) const { return V::max(V::zero(), x); }  // NaN stays
+};
+
+template <typename V>
+struct Sigmoid {
+    typename V::reg operator()(typename V::reg x) const { return sigmoid<V>(x); }
+};
+
+template <typename V>
+struct Tanh {
+    typename V::reg operator()(typename V::reg x) const { return tanh<V>(x); }
+};
+
+// x sigmoid(x); x held at -200 (float) / -800 (double) below, where the result is -0 anyway,
+// so -inf gives -0, not -inf * 0.
+template <typename V>
+struct Silu {
+    typename V::reg operator()(typename V::reg x) const {
+        using T = typename V::T;
+        x = V::max(V::set1(kF32<T> ? T(-200) : T(-800)), x);
+        return V::mul(x, sigmoid<V>(x));
+    }
+};
+
+// 0.5 x (1 + tanh(u)) = x sigmoid(2u), 2u = x (c1 + c2 x^2): the sigmoid form keeps the
+// negative tail accurate. x held at -12 / -25 below (the result is -0 there).
+template <typename V>
+struct GeluTanh {
+    typename V::reg operator()(typename V::reg x) const {
+        using T = typename V::T;
+        const T c1 = T(1.5957691216057308), c2 = T(0.044715 * 1.5957691216057308);  // 2 sqrt(2/pi)
+        x = V::max(V::set1(kF32<T> ? T(-12) : T(-25)), x);
+        const typename V::reg v = V::mul(x, V::fmadd(V::mul(x, x), V::set1(c2), V::set1(c1)));
+        return V::mul(x, sigmoid<V>(v));
+    }
+};
+
+// x Phi(x) = x (1 - q) for x >= 0, x q for x < 0, q = erfc(|x| / sqrt 2) / 2. float: the
+// vector erfc above; double: libm's erfc per lane (a double-accurate vector erfc is not
+// written). x held at -15 (float) / -40 (double) below, where the result is -0.
+template <typename V>
+struct Gelu {
+    typename V::reg operator()(typename V::reg x) const {
+        using T = typename V::T;
+        using R = typename V::reg;
+        if constexpr (kF32<T>) {
+            x = V::max(V::set1(-15.0f), x);
+            const R q = half_erfc_f32<V>(V::min(V::set1(15.0f), V::abs(x)));
+            return V::mul(x, V::blend_lt(x, V::zero(), q, V::sub(V::set1(1.0f), q)));
+        } else {
+            T lanes[V::W];
+            V::storeu(lanes, x);
+            for (int l = 0; l < V::W; ++l) {
+                const T xl = lanes[l] < T(-40) ? T(-40) : lanes[l];  // -0 below; NaN stays
+                lanes[l] = T(0.5) * xl * std::erfc(xl * T(-0.70710678118654752));
+            }
+            return V::loadu(lanes);
+        }
+    }
+};
+
+// c[i, j] = f(c[i, j] + bias[j]) (no add without a bias: -0 stays -0).
+template <typename V, bool kBias, typename F>
+void apply(int64_t m, int64_t n, typename V::T* c, int64_t rsc, const typename V::T* bias, F f) {
+    using R = typename V::reg;
+    constexpr int W = V::W;
+    const int64_t full = n / W * W;
+    for (int64_t j = 0; j < full; j += W) {
+        R b = V::zero();
+        if constexpr (kBias) b = V::loadu(bias + j);
+        for (int64_t i = 0; i < m; ++i) {
+            typename V::T* p = c + i * rsc + j;
+            R x = V::loadu(p);
+            if constexpr (kBias) x = V::add(x, b);
+            V::storeu(p, f(x));
+        }
+    }
+    if (full == n) return;
+    const typename V::mask tail = V::lanes(int(n - full));
+    R b = V::zero();
+    if constexpr (kBias) b = V::maskz_loadu(tail, bias + full);
+    for (int64_t i = 0; i < m; ++i) {
+        typename V::T* p = c + i * rsc + full;
+        R x = V::maskz_loadu(tail, p);
+        if constexpr (kBias) x = V::add(x, b);
+        V::mask_storeu(p, tail, f(x));
+    }
+}
+
+template <typename V, typename F>
+void apply(int64_t m, int64_t n, typename V::T* c, int64_t rsc, const typename V::T* bias, F f) {
+    if (bias) apply<V, true>(m, n, c, rsc, bias, f);
+    else apply<V, false>(m, n, c, rsc, bias, f);
+}
+
+}  // namespace epi
+
+// KernelTable::epilogue: c[i, j] = act(c[i, j] + bias[j]) for i < m, j < n (bias may be null).
+template <typename V>
+void epilogue(int64_t m, int64_t n, typename V::T* c, int64_t rsc, const typename V::T* bias, Activation act) {
+    switch (act) {
+        case Activation::none: return epi::apply<V>(m, n, c, rsc, bias, epi::Identity<V>{});
+        case Activation::relu: return epi::apply<V>(m, n, c, rsc, bias, epi::Relu<V>{});
+        case Activation::gelu: return epi::apply<V>(m, n, c, rsc, bias, epi::Gelu<V>{});
+        case Activation::gelu_tanh: return epi::apply<V>(m, n, c, rsc, bias, epi::GeluTanh<V>{});
+        case Activation::silu: return epi::apply<V>(m, n, c, rsc, bias, epi::Silu<V>{});
+        case Activation::sigmoid: return epi::apply<V>(m, n, c, rsc, bias, epi::Sigmoid<V>{});
+        case Activation::tanh: return epi::apply<V>(m, n, c, rsc, bias, epi::Tanh<V>{});
+    }
+}
+
+}  // namespace kernels
+}  // namespace fastgemm
