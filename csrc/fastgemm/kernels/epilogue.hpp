@@ -17,12 +17,27 @@
 #include "../epilogue.hpp"
 #include "../kernel.hpp"
 
+// The exact-error steps (FMA residuals, two-sums) need each product rounded on its own: GCC
+// contracts a * b + c across statements by default in C++, which makes the residuals 0.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 namespace fastgemm {
 namespace kernels {
 namespace epi {
 
 template <typename T>
 constexpr bool kF32 = std::is_same_v<T, float>;
+
+// a * b - p exactly when p = a * b rounded: one FMA; the one-lane traits of kernels/generic.cpp
+// compute fmadd unfused (baseline x86-64 has no FMA), so they take libm's fma.
+template <typename V>
+typename V::reg residual(typename V::reg a, typename V::reg b, typename V::reg p) {
+    if constexpr (V::W == 1) return std::fma(a, b, -p);
+    else return V::fmadd(a, b, V::sub(V::zero(), p));
+}
 
 // round(x) for |x| < 2^22 (float) / 2^51 (double): the magic-number add rounds to nearest even.
 template <typename V>
@@ -66,17 +81,19 @@ typename V::reg expm1_tail(typename V::reg r) {
     return q;
 }
 
-// e^x for every x (NaN stays NaN): 0 below the subnormal range, inf above the finite range.
-// 2^n is applied as two factors so subnormal results round once, as the true value would.
+// e^x 2^scale for every x (NaN stays NaN), scale 0 or 64: 0 far below the subnormal range,
+// inf above the finite range. 2^n is applied as two factors so a subnormal result rounds
+// once, as the true value would; scale 64 keeps a tiny e^x normal for a later product.
 template <typename V>
-typename V::reg exp(typename V::reg x) {
+typename V::reg exp(typename V::reg x, typename V::T scale = 0) {
     using T = typename V::T;
     using R = typename V::reg;
-    const T lo = kF32<T> ? T(-104) : T(-746), hi = kF32<T> ? T(89) : T(710);
+    const T lo = kF32<T> ? T(-150) : T(-1100), hi = kF32<T> ? T(89) : T(710);
     x = V::min(V::set1(hi), V::max(V::set1(lo), x));
     R n;
     const R r = reduce_ln2<V>(x, n);
     const R p = V::add(V::fmadd(V::mul(r, r), expm1_tail<V>(r), r), V::set1(T(1)));  // one rounding near 1
+    n = V::add(n, V::set1(scale));
     const R h = round_small<V>(V::mul(n, V::set1(T(0.5))));
     return V::mul(V::mul(p, V::pow2i(h)), V::pow2i(V::sub(n, h)));
 }
@@ -103,6 +120,20 @@ typename V::reg sigmoid(typename V::reg v) {
     return V::div(V::blend_lt(v, V::zero(), e, one), V::add(one, e));
 }
 
+constexpr double kTwo64 = 18446744073709551616.0, kTwoM64 = 1.0 / kTwo64;
+
+// x sigmoid(v) for v = vh + vl (vl: the low part of v carried by gelu_tanh, or 0): e^-|v| is
+// kept scaled by 2^64 until the last product, so a subnormal result rounds once.
+template <typename V, bool kLow>
+typename V::reg x_sigmoid(typename V::reg x, typename V::reg vh, typename V::reg vl) {
+    using T = typename V::T;
+    using R = typename V::reg;
+    R es = exp<V>(V::sub(V::zero(), V::abs(vh)), T(64));  // e^-|vh| 2^64
+    if constexpr (kLow) es = V::fmadd(es, V::blend_lt(vh, V::zero(), vl, V::sub(V::zero(), vl)), es);
+    const R q = V::div(x, V::add(V::set1(T(1)), V::mul(es, V::set1(T(kTwoM64)))));  // x / (1 + e)
+    return V::blend_lt(vh, V::zero(), V::mul(V::mul(q, es), V::set1(T(kTwoM64))), q);
+}
+
 // tanh(x) = sign(x) e / (e + 2) with e = expm1(2|x|): no cancellation near 0; 1 from |x| = 10
 // (float) / 20 (double) on, where tanh rounds to 1.
 template <typename V>
@@ -115,7 +146,7 @@ typename V::reg tanh(typename V::reg x) {
     return V::blend_lt(x, V::zero(), V::sub(V::zero(), t), V::blend_lt(xa, V::set1(T(1e-30)), x, t));
 }
 
-// 0.5 erfc(|x| / sqrt 2) for float: Numerical Recipes' erfcc, t exp(-z^2 + P(t)), t = 1 / (1 +
+// 2^64 erfc(|x| / sqrt 2) / 2 for float: Numerical Recipes' erfcc, t exp(-z^2 + P(t)), t = 1 / (1 +
 // z / 2) (fractional error < 1.2e-7), with z^2 = x^2 / 2 carried exactly (FMA error term and
 // a two-sum) so the exponent's rounding does not grow with z^2.
 template <typename V>
@@ -129,13 +160,13 @@ typename V::reg half_erfc_f32(typename V::reg xa) {
 #pragma GCC unroll 9
     for (int j = 8; j >= 0; --j) p = V::fmadd(p, t, V::set1(c[j]));
     const R sq = V::mul(xa, xa);
-    const R sq_err = V::fmadd(xa, xa, V::sub(V::zero(), sq));  // xa^2 = sq + sq_err exactly
-    const R a = V::mul(sq, V::set1(-0.5f));                    // exact
+    const R sq_err = residual<V>(xa, xa, sq);  // xa^2 = sq + sq_err exactly
+    const R a = V::mul(sq, V::set1(-0.5f));    // exact
     const R b = V::fmadd(sq_err, V::set1(-0.5f), p);
     const R s = V::add(a, b);  // two-sum: s + err = a + b exactly
     const R bb = V::sub(s, a);
     const R err = V::add(V::sub(a, V::sub(s, bb)), V::sub(b, bb));
-    const R e = exp<V>(s);
+    const R e = exp<V>(s, 64.0f);
     return V::mul(V::mul(t, V::set1(0.5f)), V::fmadd(e, err, e));
 }
 
@@ -167,26 +198,42 @@ struct Silu {
     typename V::reg operator()(typename V::reg x) const {
         using T = typename V::T;
         x = V::max(V::set1(kF32<T> ? T(-200) : T(-800)), x);
-        return V::mul(x, sigmoid<V>(x));
+        return x_sigmoid<V, false>(x, x, V::zero());
     }
 };
 
-// 0.5 x (1 + tanh(u)) = x sigmoid(2u), 2u = x (c1 + c2 x^2): the sigmoid form keeps the
-// negative tail accurate. x held at -12 / -25 below (the result is -0 there).
+// 0.5 x (1 + tanh(u)) = x sigmoid(2u), 2u = v = x (c1 + c2 x^2): the sigmoid form keeps the
+// negative tail from cancelling, and v is carried as vh + vl (exact products by FMA, the
+// constants split in two) because the tail's relative error is |v| times v's. x held at
+// -12 / -25 below (the result is -0 there) and, for v only, at +12 / +25 above (sigmoid is 1).
 template <typename V>
 struct GeluTanh {
     typename V::reg operator()(typename V::reg x) const {
         using T = typename V::T;
-        const T c1 = T(1.5957691216057308), c2 = T(0.044715 * 1.5957691216057308);  // 2 sqrt(2/pi)
-        x = V::max(V::set1(kF32<T> ? T(-12) : T(-25)), x);
-        const typename V::reg v = V::mul(x, V::fmadd(V::mul(x, x), V::set1(c2), V::set1(c1)));
-        return V::mul(x, sigmoid<V>(v));
+        using R = typename V::reg;
+        constexpr bool f = kF32<T>;
+        const R c1h = V::set1(f ? T(1.5957691669464111) : T(1.5957691216057308)),
+                c1l = V::set1(f ? T(-4.534068054340423e-08) : T(-9.96930880911092e-17)),
+                c2h = V::set1(f ? T(0.07135481387376785) : T(0.07135481627260025)),
+                c2l = V::set1(f ? T(2.3988324659995897e-09) : T(-6.175149918155315e-19));
+        const T bound = f ? T(12) : T(25);
+        x = V::max(V::set1(-bound), x);
+        const R xc = V::min(V::set1(bound), x);
+        const R x2 = V::mul(xc, xc), x2l = residual<V>(xc, xc, x2);  // xc^2 = x2 + x2l
+        const R p = V::mul(c2h, x2), pl = residual<V>(c2h, x2, p);   // c2h x2 = p + pl
+        const R s = V::add(c1h, p), bb = V::sub(s, c1h);             // two-sum c1h + p
+        const R sl = V::add(V::sub(c1h, V::sub(s, bb)), V::sub(p, bb));
+        const R il = V::add(V::add(sl, pl), V::fmadd(c2h, x2l, V::fmadd(c2l, x2, c1l)));  // c1 + c2 xc^2 = s + il
+        const R vh = V::mul(xc, s);
+        const R vl = V::fmadd(xc, il, residual<V>(xc, s, vh));
+        return x_sigmoid<V, true>(x, vh, vl);
     }
 };
 
 // x Phi(x) = x (1 - q) for x >= 0, x q for x < 0, q = erfc(|x| / sqrt 2) / 2. float: the
 // vector erfc above; double: libm's erfc per lane (a double-accurate vector erfc is not
-// written). x held at -15 (float) / -40 (double) below, where the result is -0.
+// written), its argument's rounding corrected to first order. x held at -15 (float) / -40
+// (double) below, where the result is -0.
 template <typename V>
 struct Gelu {
     typename V::reg operator()(typename V::reg x) const {
@@ -194,14 +241,19 @@ struct Gelu {
         using R = typename V::reg;
         if constexpr (kF32<T>) {
             x = V::max(V::set1(-15.0f), x);
-            const R q = half_erfc_f32<V>(V::min(V::set1(15.0f), V::abs(x)));
-            return V::mul(x, V::blend_lt(x, V::zero(), q, V::sub(V::set1(1.0f), q)));
+            const R qs = half_erfc_f32<V>(V::min(V::set1(15.0f), V::abs(x)));  // q 2^64
+            const R neg = V::mul(V::mul(x, qs), V::set1(float(kTwoM64)));
+            return V::blend_lt(x, V::zero(), neg, V::mul(x, V::fmadd(qs, V::set1(-float(kTwoM64)), V::set1(1.0f))));
         } else {
             T lanes[V::W];
             V::storeu(lanes, x);
             for (int l = 0; l < V::W; ++l) {
-                const T xl = lanes[l] < T(-40) ? T(-40) : lanes[l];  // -0 below; NaN stays
-                lanes[l] = T(0.5) * xl * std::erfc(xl * T(-0.70710678118654752));
+                const T xl = lanes[l] < T(-40) ? T(-40) : lanes[l];  // NaN stays
+                // w + wl = -x / sqrt 2 to about 2^-106; erfc(w + wl) = erfc(w) - wl 2/sqrt(pi) e^-w^2.
+                const T rh = 0.7071067811865476, rl = -4.833646656726457e-17;
+                const T w = -xl * rh, wl = std::fma(-xl, rh, -w) - xl * rl;
+                const T q = std::erfc(w) - wl * T(1.1283791670955126) * std::exp(-w * w);
+                lanes[l] = T(0.5) * xl * q;
             }
             return V::loadu(lanes);
         }
@@ -260,3 +312,7 @@ void epilogue(int64_t m, int64_t n, typename V::T* c, int64_t rsc, const typenam
 
 }  // namespace kernels
 }  // namespace fastgemm
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
