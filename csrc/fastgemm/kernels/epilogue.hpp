@@ -252,7 +252,8 @@ struct Gelu {
                 // w + wl = -x / sqrt 2 to about 2^-106; erfc(w + wl) = erfc(w) - wl 2/sqrt(pi) e^-w^2.
                 const T rh = 0.7071067811865476, rl = -4.833646656726457e-17;
                 const T w = -xl * rh, wl = std::fma(-xl, rh, -w) - xl * rl;
-                const T q = std::erfc(w) - wl * T(1.1283791670955126) * std::exp(-w * w);
+                const T fix = std::isfinite(w) ? wl * T(1.1283791670955126) * std::exp(-w * w) : T(0);
+                const T q = std::erfc(w) - fix;
                 lanes[l] = T(0.5) * xl * q;
             }
             return V::loadu(lanes);
