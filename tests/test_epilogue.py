@@ -331,3 +331,20 @@ def test_op_helper_consistency():
     got = fastgemm.gemm(a, bt, trans_b=True, bias=bias, activation="sigmoid")
     ref = fastgemm.gemm(a, np.ascontiguousarray(op(bt, True)), bias=bias, activation="sigmoid")
     assert np.allclose(got, ref, rtol=1e-6, atol=1e-7)
+
+
+def test_bench_linear_group():
+    """The bench's "linear" group: its cases, and its NumPy composition against the fused gemm."""
+    from fastgemm.bench import measure, suite
+
+    cases = suite.linear_suite()
+    assert [(c.m, c.n, c.k) for c in cases] == [(m, 4096, 4096) for m in (1, 16, 128, 512)]
+    assert all(c.group == "linear" and c.activation == "gelu_tanh" for c in cases)
+    assert len({c.key for c in suite.full_suite()}) == len(suite.full_suite())
+    case = suite.Case("linear", 5, 24, 16, "float32", activation="gelu_tanh")
+    x, w = suite.operands(case, np.random.default_rng(0))
+    fused = measure.FastGemm(1).prepare(case, x, w)()
+    composed = measure.NumPy(1).prepare(case, x, w)()
+    assert np.allclose(fused, composed, rtol=1e-5, atol=1e-6)
+    assert measure.check_result(case, x, w, fused, np.random.default_rng(1))["ok"]
+    assert not measure.check_result(case, x, w, x @ w, np.random.default_rng(1))["ok"]

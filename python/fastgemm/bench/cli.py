@@ -83,6 +83,12 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
         help="comma-separated shapes instead of the suite: N (N x N x N), MxNxK, "
         "B*MxNxK (B stacked products), e.g. 512,1024x2048x256,1000*64",
     )
+    which.add_argument(
+        "--group",
+        metavar="LIST",
+        help="comma-separated groups of the full suite only, e.g. linear (the fused bias + gelu_tanh "
+        "layer) or small,square; --list shows each case's group",
+    )
     b.add_argument(
         "--dtype",
         type=_dtypes,
@@ -129,6 +135,14 @@ def _plan(args: argparse.Namespace) -> list[Any]:
             return suite.parse_shapes(args.shapes, args.dtype)
         except ValueError as e:
             raise UsageError(str(e)) from None
+    if args.group is not None:
+        groups = {g.strip() for g in args.group.split(",")}
+        cases = suite.full_suite(args.dtype)
+        unknown = groups - {c.group for c in cases}
+        if unknown:
+            known = ", ".join(dict.fromkeys(c.group for c in cases))
+            raise UsageError(f"--group: no group {', '.join(sorted(unknown))}; the suite's groups: {known}")
+        return [c for c in cases if c.group in groups]
     return suite.quick_suite(args.dtype) if args.quick else suite.full_suite(args.dtype)
 
 

@@ -29,7 +29,7 @@ import numpy as np
 import fastgemm as fg
 
 from .. import _core
-from .suite import LOWP_DTYPES, Case
+from .suite import LOWP_DTYPES, Case, linear_bias, linear_numpy
 
 MIN_SAMPLE_S = 2e-3
 MIN_REPEATS, MAX_REPEATS = 3, 50
@@ -55,6 +55,9 @@ class FastGemm:
         fg.set_num_threads(threads)
 
     def prepare(self, case, a, b):
+        if case.activation:
+            bias, act = linear_bias(case), case.activation
+            return lambda: fg.gemm(a, b, bias=bias, activation=act)
         if case.batch or case.dtype in LOWP_DTYPES:  # 2-byte: NumPy's result dtype, as np.matmul
             return lambda: fg.matmul(a, b)
         gemm = fg.sgemm if case.dtype == "float32" else fg.dgemm
@@ -73,6 +76,9 @@ class NumPy:
                 "NumPy's float16 matmul is a scalar loop (~0.5 GFLOP/s): not timed above 512^3; "
                 "time 512^3 or smaller and scale"
             )
+        if case.activation:
+            bias = linear_bias(case)
+            return lambda: linear_numpy(a, b, bias)
         return lambda: np.matmul(a, b)
 
 
@@ -90,6 +96,12 @@ class Torch:
             ta, tb = self.torch.from_numpy(a), self.torch.from_numpy(b)
         except (TypeError, ValueError, RuntimeError) as e:
             raise Unsupported(f"torch.from_numpy refused the operands: {e}") from None
+        if case.activation:
+            # A Linear layer's weight is stored out x in (W.T, contiguous), its bias a tensor.
+            wt = self.torch.from_numpy(np.ascontiguousarray(b.T))
+            bt = self.torch.from_numpy(linear_bias(case))
+            gelu, linear = self.torch.nn.functional.gelu, self.torch.nn.functional.linear
+            return lambda: gelu(linear(ta, wt, bt), approximate="tanh")
         matmul = self.torch.matmul
         return lambda: matmul(ta, tb)
 
@@ -118,6 +130,8 @@ class Blis:
     def prepare(self, case, a, b):
         if case.batch:
             raise Unsupported("blis.py.gemm has no batched form")
+        if case.activation:
+            raise Unsupported("blis.py.gemm has no bias or activation")
         if self.threads != 1:
             raise Unsupported("the blis wheel is single-threaded; compared at --threads 1 only")
         (a0, ta), (b0, tb) = self._as_op(a), self._as_op(b)
@@ -244,6 +258,12 @@ def check_result(case, a, b, c, rng):
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     ref = np.matmul(a64, b64)
     bound = const * case.k * u * np.matmul(np.abs(a64), np.abs(b64)) + u_out * np.abs(ref)
+    if case.activation:
+        # gelu_tanh (the suite's one activation) of z = product + bias: |gelu_tanh'| < 1.2, the
+        # bias add's rounding, the activation's few ulps with room for the float64 reference's.
+        z = ref + linear_bias(case).astype(np.float64)
+        ref = 0.5 * z * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (z + 0.044715 * z**3)))
+        bound = 1.2 * (bound + u * np.abs(z)) + 16 * u * np.abs(ref) + np.finfo(np.float32).tiny
     err = np.abs(c.astype(np.float64) - ref)
     finite = bool(np.isfinite(c).all())
     worst = float(np.max(err / np.maximum(bound, np.finfo(np.float64).tiny))) if err.size else 0.0
