@@ -35,18 +35,17 @@ def bias_vector(bias: Any, n: int, dtype: np.dtype[Any], c: np.ndarray, fn: str)
     """``bias`` checked against C (dtype, n values), contiguous and not sharing C's memory."""
     if bias is None:
         return None
-    if not isinstance(bias, np.ndarray):
-        bias = np.asarray(bias)
-    if bias.dtype != dtype:
-        raise TypeError(f"{fn}: bias must have C's dtype {dtype}, got {bias.dtype}")
-    if bias.ndim != 1 or bias.shape[0] != n:
+    vec: np.ndarray = bias if isinstance(bias, np.ndarray) else np.asarray(bias)
+    if vec.dtype != dtype:
+        raise TypeError(f"{fn}: bias must have C's dtype {dtype}, got {vec.dtype}")
+    if vec.ndim != 1 or vec.shape[0] != n:
         raise ValueError(
-            f"{fn}: bias must be a 1-D array of length {n} (one value per column of C), got shape {bias.shape}"
+            f"{fn}: bias must be a 1-D array of length {n} (one value per column of C), got shape {vec.shape}"
         )
     # C is written while later tiles still read the bias: never let them share memory.
-    if not bias.flags.c_contiguous or np.may_share_memory(bias, c):
-        bias = bias.copy()
-    return bias
+    if not vec.flags.c_contiguous or np.may_share_memory(vec, c):
+        vec = vec.copy()
+    return vec
 
 
 def native_args(bias: Any, activation: Any, n: int, dtype: np.dtype[Any], c: np.ndarray, fn: str) -> tuple[Any, ...]:
