@@ -39,7 +39,7 @@ void apply_epilogue(const KernelTable<T>& uk, const View<T>& c, const Epilogue<T
     }
     // A column or a column-major C: each column holds one bias value, spread over a buffer so
     // the column is one vectorised row.
-    if (column || c.rs == 1) {
+    if (column || (c.rs == 1 && c.rows > 1)) {
         T fill[kBuf];
         for (int64_t j = 0; j < c.cols; ++j) {
             T* col = c.data + j * c.cs;
