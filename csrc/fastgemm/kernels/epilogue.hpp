@@ -120,18 +120,35 @@ typename V::reg sigmoid(typename V::reg v) {
     return V::div(V::blend_lt(v, V::zero(), e, one), V::add(one, e));
 }
 
-constexpr double kTwo64 = 18446744073709551616.0, kTwoM64 = 1.0 / kTwo64;
+// r 2^-S where c < 0 (S = 64 float, 128 double), r elsewhere; r taken as 0 where the scaled
+// product would underflow to 0 (x86 cores take a slow assist for results that underflow).
+template <typename V>
+typename V::reg unscale_tail(typename V::reg r, typename V::reg c) {
+    using T = typename V::T;
+    constexpr bool f = kF32<T>;
+    const T zero_below = f ? T(0x1p-86) : T(0x1p-947);  // 2^-150 / 2^-1075 times 2^S
+    const typename V::reg thr = V::blend_lt(c, V::zero(), V::set1(zero_below), V::zero());
+    r = V::blend_lt(V::abs(r), thr, V::mul(r, V::zero()), r);
+    return V::mul(r, V::blend_lt(c, V::zero(), V::set1(f ? T(0x1p-64) : T(0x1p-128)), V::set1(T(1))));
+}
 
 // x sigmoid(v) for v = vh + vl (vl: the low part of v carried by gelu_tanh, or 0): e^-|v| is
-// kept scaled by 2^64 until the last product, so a subnormal result rounds once.
+// kept scaled by 2^S (S = 64 float, 128 double) until the last product, so a subnormal result
+// rounds once and no subnormal is made on the way: |vh| is held at 113 / 770 (the callers
+// hold x where the result is already 0 below that), 1 + e is one FMA, and lanes with v >= 0
+// skip the scaling.
 template <typename V, bool kLow>
 typename V::reg x_sigmoid(typename V::reg x, typename V::reg vh, typename V::reg vl) {
     using T = typename V::T;
     using R = typename V::reg;
-    R es = exp<V>(V::sub(V::zero(), V::abs(vh)), T(64));  // e^-|vh| 2^64
+    constexpr bool f = kF32<T>;
+    const T scale = f ? T(64) : T(128), unscale = f ? T(0x1p-64) : T(0x1p-128);
+    const R va = V::min(V::set1(f ? T(113) : T(770)), V::abs(vh));
+    R es = exp<V>(V::sub(V::zero(), va), scale);  // e^-|vh| 2^S
     if constexpr (kLow) es = V::fmadd(es, V::blend_lt(vh, V::zero(), vl, V::sub(V::zero(), vl)), es);
-    const R q = V::div(x, V::add(V::set1(T(1)), V::mul(es, V::set1(T(kTwoM64)))));  // x / (1 + e)
-    return V::blend_lt(vh, V::zero(), V::mul(V::mul(q, es), V::set1(T(kTwoM64))), q);
+    const R q = V::div(x, V::fmadd(es, V::set1(unscale), V::set1(T(1))));  // x / (1 + e)
+    const R neg = V::blend_lt(vh, V::zero(), es, V::set1(T(1)));
+    return unscale_tail<V>(V::mul(q, neg), vh);
 }
 
 // tanh(x) = sign(x) e / (e + 2) with e = expm1(2|x|): no cancellation near 0; 1 from |x| = 10
@@ -191,13 +208,13 @@ struct Tanh {
     typename V::reg operator()(typename V::reg x) const { return tanh<V>(x); }
 };
 
-// x sigmoid(x); x held at -200 (float) / -800 (double) below, where the result is -0 anyway,
+// x sigmoid(x); x held at -110 (float) / -755 (double) below, where the result is -0 anyway,
 // so -inf gives -0, not -inf * 0.
 template <typename V>
 struct Silu {
     typename V::reg operator()(typename V::reg x) const {
         using T = typename V::T;
-        x = V::max(V::set1(kF32<T> ? T(-200) : T(-800)), x);
+        x = V::max(V::set1(kF32<T> ? T(-110) : T(-755)), x);
         return x_sigmoid<V, false>(x, x, V::zero());
     }
 };
@@ -205,7 +222,7 @@ struct Silu {
 // 0.5 x (1 + tanh(u)) = x sigmoid(2u), 2u = v = x (c1 + c2 x^2): the sigmoid form keeps the
 // negative tail from cancelling, and v is carried as vh + vl (exact products by FMA, the
 // constants split in two) because the tail's relative error is |v| times v's. x held at
-// -12 / -25 below (the result is -0 there) and, for v only, at +12 / +25 above (sigmoid is 1).
+// -11 / -21.7 below (the result is -0 there) and, for v only, at +11 / +21.7 above (sigmoid is 1).
 template <typename V>
 struct GeluTanh {
     typename V::reg operator()(typename V::reg x) const {
@@ -216,7 +233,7 @@ struct GeluTanh {
                 c1l = V::set1(f ? T(-4.534068054340423e-08) : T(-9.96930880911092e-17)),
                 c2h = V::set1(f ? T(0.07135481387376785) : T(0.07135481627260025)),
                 c2l = V::set1(f ? T(2.3988324659995897e-09) : T(-6.175149918155315e-19));
-        const T bound = f ? T(12) : T(25);
+        const T bound = f ? T(11) : T(21.7);
         x = V::max(V::set1(-bound), x);
         const R xc = V::min(V::set1(bound), x);
         const R x2 = V::mul(xc, xc), x2l = residual<V>(xc, xc, x2);  // xc^2 = x2 + x2l
@@ -242,8 +259,9 @@ struct Gelu {
         if constexpr (kF32<T>) {
             x = V::max(V::set1(-15.0f), x);
             const R qs = half_erfc_f32<V>(V::min(V::set1(15.0f), V::abs(x)));  // q 2^64
-            const R neg = V::mul(V::mul(x, qs), V::set1(float(kTwoM64)));
-            return V::blend_lt(x, V::zero(), neg, V::mul(x, V::fmadd(qs, V::set1(-float(kTwoM64)), V::set1(1.0f))));
+            // x q 2^64 or x (1 - q), then the 2^-64 only where x < 0 (no subnormal in other lanes).
+            const R r = V::blend_lt(x, V::zero(), qs, V::fmadd(qs, V::set1(-0x1p-64f), V::set1(1.0f)));
+            return unscale_tail<V>(V::mul(x, r), x);
         } else {
             T lanes[V::W];
             V::storeu(lanes, x);
