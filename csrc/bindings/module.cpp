@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -24,16 +25,33 @@ using namespace fastgemm;
 
 namespace {
 
+// The epilogue's bias (None, or a contiguous 1-D array of C's n columns, not overlapping C:
+// fastgemm._epilogue makes it so) and activation number.
 template <typename T>
-void gemm_py(const py::array& a, const py::array& b, py::array& c, T alpha, T beta) {
+Epilogue<T> epilogue_of(const std::optional<py::array>& bias, int activation, const View<T>& c) {
+    if (activation < 0 || activation >= kActivationCount) throw py::value_error("activation: unknown number");
+    Epilogue<T> ep{nullptr, Activation(activation)};
+    if (bias) {
+        bindings::check_dtype<T>(*bias, "bias");
+        if (bias->ndim() != 1 || bias->shape(0) != c.cols || (c.cols > 1 && bias->strides(0) != sizeof(T)))
+            throw py::value_error("bias: expected a contiguous 1-D array of C's column count");
+        ep.bias = static_cast<const T*>(bias->data());
+    }
+    return ep;
+}
+
+template <typename T>
+void gemm_py(const py::array& a, const py::array& b, py::array& c, T alpha, T beta,
+             const std::optional<py::array>& bias, int activation) {
     const std::pair<const py::array*, const char*> operands[] = {{&a, "a"}, {&b, "b"}, {&c, "c"}};
     for (const auto& [x, name] : operands)
         if (x->ndim() != 2) throw py::value_error(std::string(name) + ": expected a 2-D array");
     const View<const T> va = bindings::matrix_view<const T>(a, "a");
     const View<const T> vb = bindings::matrix_view<const T>(b, "b");
     const View<T> vc = bindings::matrix_view<T>(c, "c");
+    const Epilogue<T> ep = epilogue_of<T>(bias, activation, vc);
     py::gil_scoped_release release;
-    gemm<T>(alpha, va, vb, beta, vc);
+    gemm<T>(alpha, va, vb, beta, vc, ep);
 }
 
 py::dict tile_info(const KernelSet& ks) {
@@ -57,8 +75,10 @@ py::dict cache_level(const CacheLevel& c) {
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "fastgemm native core (internal; use the fastgemm package)";
-    m.def("sgemm", &gemm_py<float>, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"));
-    m.def("dgemm", &gemm_py<double>, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"));
+    m.def("sgemm", &gemm_py<float>, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"),
+          py::arg("bias") = py::none(), py::arg("activation") = 0);
+    m.def("dgemm", &gemm_py<double>, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"),
+          py::arg("bias") = py::none(), py::arg("activation") = 0);
 
     m.def("compiled_kernels", [] {
         py::list out;

@@ -37,9 +37,18 @@ constexpr int64_t k_per_slot(const PairKernels&) { return 2; }
 
 template <typename T, typename Tab>
 void bounce_tile(const Tab& uk, int64_t kc, T alpha, const T* ap, const T* bp, int64_t ldb, T beta, T* c, int64_t rsc,
-                 int64_t csc, int m, int n) {
+                 int64_t csc, int m, int n, const Epilogue<T>* ep) {
     alignas(64) T tile[kMaxTile];
     uk.tiles[m].by_nv[(n + uk.lanes - 1) / uk.lanes](kc, alpha, ap, uk.mr, bp, ldb, T(0), tile, uk.nr, n);
+    if (ep) {  // the last k block: finish the tile in the buffer, then write it once
+        if (beta != T(0))
+            for (int i = 0; i < m; ++i)
+                for (int j = 0; j < n; ++j) tile[i * uk.nr + j] += beta * c[i * rsc + j * csc];
+        uk.epilogue(m, n, tile, uk.nr, ep->bias, ep->act);
+        for (int i = 0; i < m; ++i)
+            for (int j = 0; j < n; ++j) c[i * rsc + j * csc] = tile[i * uk.nr + j];
+        return;
+    }
     for (int i = 0; i < m; ++i)
         for (int j = 0; j < n; ++j) {
             T& cij = c[i * rsc + j * csc];
@@ -52,7 +61,7 @@ void bounce_tile(const Tab& uk, int64_t kc, T alpha, const T* ap, const T* bp, i
 // elements of k (a sliver then has ceil(kc / 2) slot steps, each k slice but the last even).
 template <typename S, typename T, typename Tab>
 void blocked(const Tab& uk, Packers<S, T> pk, const Blocking& bs, int threads, bool direct_b, T alpha, View<const S> a,
-             View<const S> b, T beta, View<T> c) {
+             View<const S> b, T beta, View<T> c, const Epilogue<T>& ep) {
     const int MR = uk.mr, NR = uk.nr;
     const int64_t G = k_per_slot(uk);
     const int64_t m = c.rows, n = c.cols, k = a.cols;
@@ -94,6 +103,7 @@ void blocked(const Tab& uk, Packers<S, T> pk, const Blocking& bs, int threads, b
                 const int64_t kc = std::min(kc_max, k - pc);
                 const int64_t ks = ceil_div(kc, G);  // slot steps of this slice's slivers
                 const T beta_pc = pc == 0 ? beta : T(1);
+                const Epilogue<T>* ep_pc = pc + kc == k && ep.active() ? &ep : nullptr;  // last k block
                 const S* b_pc = b.data + pc * b.rs + jc * b.cs;
                 pk.pack_b(kc, nc, b_pc, b.rs, b.cs, bp, in_place + packed * tid / team,
                           in_place + packed * (tid + 1) / team);
@@ -114,9 +124,14 @@ void blocked(const Tab& uk, Packers<S, T> pk, const Blocking& bs, int threads, b
                         for (int64_t ir = 0; ir < mc; ir += MR) {
                             const int mr = int(std::min<int64_t>(MR, mc - ir));
                             T* cij = c.data + (ic + ir) * c.rs + (jc + jr) * c.cs;
-                            if (unit_cs)
+                            const Epilogue<T> tile_ep = ep_pc ? ep_pc->from_column(jc + jr) : Epilogue<T>{};
+                            if (unit_cs) {
                                 uk.tiles[mr].by_nv[nv](ks, alpha, ap + ir * ks, MR, bs_, ldb, beta_pc, cij, c.rs, nr);
-                            else bounce_tile(uk, ks, alpha, ap + ir * ks, bs_, ldb, beta_pc, cij, c.rs, c.cs, mr, nr);
+                                if (ep_pc) uk.epilogue(mr, nr, cij, c.rs, tile_ep.bias, tile_ep.act);
+                            } else {
+                                bounce_tile(uk, ks, alpha, ap + ir * ks, bs_, ldb, beta_pc, cij, c.rs, c.cs, mr, nr,
+                                            ep_pc ? &tile_ep : nullptr);
+                            }
                         }
                     }
                 }
@@ -133,32 +148,32 @@ void blocked(const Tab& uk, Packers<S, T> pk, const Blocking& bs, int threads, b
 
 template <typename T>
 void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b, T alpha, View<const T> a,
-                 View<const T> b, T beta, View<T> c) {
-    blocked<T, T>(uk, Packers<T, T>{uk.pack_a, uk.pack_b}, bs, threads, direct_b, alpha, a, b, beta, c);
+                 View<const T> b, T beta, View<T> c, const Epilogue<T>& ep) {
+    blocked<T, T>(uk, Packers<T, T>{uk.pack_a, uk.pack_b}, bs, threads, direct_b, alpha, a, b, beta, c, ep);
 }
 
 void run_blocked_pairs(const PairKernels& pk, const Blocking& bs, int threads, float alpha, View<const bfloat16_t> a,
                        View<const bfloat16_t> b, float beta, View<float> c) {
     blocked<bfloat16_t, float>(pk, Packers<bfloat16_t, float>{pk.pack_a, pk.pack_b}, bs, threads, false, alpha, a, b,
-                               beta, c);
+                               beta, c, Epilogue<float>{});
 }
 
 template <typename S, typename T>
 void run_blocked_packed(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int threads, T alpha,
-                        View<const S> a, View<const S> b, T beta, View<T> c) {
-    blocked<S, T>(uk, pk, bs, threads, false, alpha, a, b, beta, c);
+                        View<const S> a, View<const S> b, T beta, View<T> c, const Epilogue<T>& ep) {
+    blocked<S, T>(uk, pk, bs, threads, false, alpha, a, b, beta, c, ep);
 }
 
 template void run_blocked<float>(const KernelTable<float>&, const Blocking&, int, bool, float, View<const float>,
-                                 View<const float>, float, View<float>);
+                                 View<const float>, float, View<float>, const Epilogue<float>&);
 template void run_blocked<double>(const KernelTable<double>&, const Blocking&, int, bool, double, View<const double>,
-                                  View<const double>, double, View<double>);
+                                  View<const double>, double, View<double>, const Epilogue<double>&);
 
 template void run_blocked_packed<bfloat16_t, float>(const KernelTable<float>&, Packers<bfloat16_t, float>,
                                                     const Blocking&, int, float, View<const bfloat16_t>,
-                                                    View<const bfloat16_t>, float, View<float>);
+                                                    View<const bfloat16_t>, float, View<float>, const Epilogue<float>&);
 template void run_blocked_packed<float16_t, float>(const KernelTable<float>&, Packers<float16_t, float>,
                                                    const Blocking&, int, float, View<const float16_t>,
-                                                   View<const float16_t>, float, View<float>);
+                                                   View<const float16_t>, float, View<float>, const Epilogue<float>&);
 
 }  // namespace fastgemm

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "blocking.hpp"
+#include "epilogue.hpp"
 #include "kernel.hpp"
 #include "view.hpp"
 
@@ -11,10 +12,11 @@ namespace fastgemm {
 // C with unit column stride is written by the microkernel directly; any other C goes
 // through a register-tile bounce buffer. direct_b (B row-major, unit column stride): the
 // microkernel reads full-width slivers of B in place instead of packing them. Never splits
-// k, so the result is bitwise the same for any thread count.
+// k, so the result is bitwise the same for any thread count. `ep` runs on each tile after its
+// last k block, while the tile is still in L1.
 template <typename T>
 void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b, T alpha, View<const T> a,
-                 View<const T> b, T beta, View<T> c);
+                 View<const T> b, T beta, View<T> c, const Epilogue<T>& ep = {});
 
 // Packers from A and B's storage type S into slivers of the table's type T (S == T: the
 // table's own; S a 2-byte float: LowpTable's, which widen while packing).
@@ -28,7 +30,7 @@ struct Packers {
 // accumulated and written in T: the same five loops, tiles, thread grid and determinism.
 template <typename S, typename T>
 void run_blocked_packed(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int threads, T alpha,
-                        View<const S> a, View<const S> b, T beta, View<T> c);
+                        View<const S> a, View<const S> b, T beta, View<T> c, const Epilogue<T>& ep = {});
 
 // run_blocked_packed for bfloat16 on a dot-product instruction: A and B packed as pairs along k
 // by pk's packers, pk's tiles; bs.kc counts elements of k (even, so slices hold whole pairs).

@@ -19,7 +19,7 @@ namespace {
 // The packed path, or B read in place for few rows (tuning.direct_max_m); see docs/DESIGN.md,
 // "B read in place".
 template <typename T>
-void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
+void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const Epilogue<T>& ep) {
     const Tuning& tune = ks.tuning;
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     const int threads = threads_for(m, n, k);
@@ -28,7 +28,7 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     // of a sliver costs more than packing.
     const bool lines = (b.rs * int64_t(sizeof(T))) % 64 == 0;
     if (m > tune.direct_max_m || b.cs != 1 || !lines) {
-        run_blocked(main, blocking_for(main.mr, main.nr, int(sizeof(T))), threads, false, alpha, a, b, beta, c);
+        run_blocked(main, blocking_for(main.mr, main.nr, int(sizeof(T))), threads, false, alpha, a, b, beta, c, ep);
         return;
     }
     const KernelTable<T>& uk = m <= tune.skinny_max_m ? skinny_table<T>(ks) : main;
@@ -39,46 +39,83 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     const auto misalign = int64_t(reinterpret_cast<uintptr_t>(b.data) % 64);
     const int64_t head = std::min<int64_t>(n, misalign ? (64 - misalign) / int64_t(sizeof(T)) : 0);
     if (head > 0 && n < tune.head_min_slivers * int64_t(uk.nr)) {
-        run_blocked(main, blocking_for(main.mr, main.nr, int(sizeof(T))), threads, false, alpha, a, b, beta, c);
+        run_blocked(main, blocking_for(main.mr, main.nr, int(sizeof(T))), threads, false, alpha, a, b, beta, c, ep);
         return;
     }
     if (head > 0)
         run_blocked(uk, bs, threads, false, alpha, a, View<const T>{b.data, k, head, b.rs, b.cs}, beta,
-                    View<T>{c.data, m, head, c.rs, c.cs});
+                    View<T>{c.data, m, head, c.rs, c.cs}, ep);
     if (head < n)
         run_blocked(uk, bs, threads, true, alpha, a, View<const T>{b.data + head, k, n - head, b.rs, b.cs}, beta,
-                    View<T>{c.data + head * c.cs, m, n - head, c.rs, c.cs});
+                    View<T>{c.data + head * c.cs, m, n - head, c.rs, c.cs}, ep.from_column(head));
+}
+
+// Rows [lo, hi) of a small product's C as the caller sees them (sp.c's rows are C's columns
+// when sp.transposed), and the epilogue they take.
+template <typename T>
+void small_epilogue(const KernelTable<T>& uk, const SmallProduct<T>& sp, View<T> c, int64_t lo, int64_t hi,
+                    const Epilogue<T>& ep) {
+    if (sp.transposed) apply_epilogue(uk, View<T>{c.data + lo * c.cs, c.rows, hi - lo, c.rs, c.cs}, ep.from_column(lo));
+    else apply_epilogue(uk, View<T>{sp.c.data + lo * sp.c.rs, hi - lo, sp.c.cols, sp.c.rs, 1}, ep);
 }
 
 // m, n, k >= 1, alpha != 0.
 template <typename T>
-void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
+void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const Epilogue<T>& ep) {
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     // One read of the active set: a concurrent set_kernel must not mix two kernels in a call.
     const KernelSet& ks = active_kernels();
     const KernelTable<T>& main = main_table<T>(ks);
-    if ((m == 1 || n == 1) && try_gemv(main, alpha, a, b, beta, c)) return;
+    // The epilogue of matrix-vector outputs [lo, hi) (stride incy), right after the thread
+    // computed them: a row of C takes bias[lo:hi], a column bias[0] throughout.
+    auto finish = [&](int64_t lo, int64_t hi, T* y, int64_t incy) {
+        if (!ep.active()) return;
+        if (m == 1) apply_epilogue(main, View<T>{y + lo * incy, 1, hi - lo, 1, incy}, ep.from_column(lo));
+        else apply_epilogue(main, View<T>{y + lo * incy, hi - lo, 1, incy, 1}, ep);
+    };
+    if ((m == 1 || n == 1) && try_gemv(main, alpha, a, b, beta, c, finish)) return;
     SmallProduct<T> sp;
     if (small_product(ks, a, b, c, sp)) {
-        run_small(main, threads_for(m, n, k), alpha, sp, beta);
+        if (!ep.active()) {
+            run_small(main, threads_for(m, n, k), alpha, sp, beta);
+            return;
+        }
+        // With an epilogue, blocks of rows small enough to stay in L1 between the two passes;
+        // threads take whole 4-row groups as in run_small.
+        const int64_t block = std::max<int64_t>(4, 4096 / int64_t(sizeof(T)) / sp.c.cols / 4 * 4);
+        parallel_ranges(threads_for(m, n, k), sp.c.rows, 4, [&](int, int64_t lo, int64_t hi) {
+            for (int64_t r0 = lo; r0 < hi; r0 += block) {
+                const int64_t r1 = std::min(hi, r0 + block);
+                main.small(r1 - r0, sp.c.cols, k, alpha, sp.a.data + r0 * sp.a.rs, sp.a.rs, sp.a.cs, sp.b.data, sp.b.rs,
+                           beta, sp.c.data + r0 * sp.c.rs, sp.c.rs);
+                small_epilogue(main, sp, c, r0, r1, ep);
+            }
+        });
         return;
     }
-    run(ks, alpha, sp.a, sp.b, beta, sp.c);
+    if (sp.transposed && ep.bias) {
+        // C^T's tiles would need a bias per row: finish the column-major C in one pass instead.
+        run(ks, alpha, sp.a, sp.b, beta, sp.c, Epilogue<T>{});
+        apply_epilogue(main, c, ep);
+        return;
+    }
+    run(ks, alpha, sp.a, sp.b, beta, sp.c, ep);
 }
 
 }  // namespace
 
 template <typename T>
-void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
+void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const Epilogue<T>& ep) {
     check_single(a, b, c);
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     if (m == 0 || n == 0) return;
     if (alpha == T(0) || k == 0) {
         scale(beta, c);
+        if (ep.active()) apply_epilogue(main_table<T>(active_kernels()), c, ep);
         return;
     }
     const PaddingFlags flags;
-    compute(alpha, a, b, beta, c);
+    compute(alpha, a, b, beta, c, ep);
     flags.settle([&] { return has_nan(c); });
 }
 
@@ -99,7 +136,8 @@ template bool small_product<float>(const KernelSet&, View<const float>, View<con
 template bool small_product<double>(const KernelSet&, View<const double>, View<const double>, View<double>,
                                     SmallProduct<double>&);
 
-template void gemm<float>(float, View<const float>, View<const float>, float, View<float>);
-template void gemm<double>(double, View<const double>, View<const double>, double, View<double>);
+template void gemm<float>(float, View<const float>, View<const float>, float, View<float>, const Epilogue<float>&);
+template void gemm<double>(double, View<const double>, View<const double>, double, View<double>,
+                           const Epilogue<double>&);
 
 }  // namespace fastgemm

@@ -106,7 +106,8 @@ template <typename S>
 void compute(float alpha, View<const S> a, View<const S> b, float beta, View<float> c) {
     const KernelSet& ks = active_kernels();  // read once: set_kernel must not mix two sets
     const LowpTable<S>& lp = lowp_table<S>(ks);
-    if ((c.rows == 1 || c.cols == 1) && try_gemv(lp, alpha, a, b, beta, c)) return;
+    if ((c.rows == 1 || c.cols == 1) && try_gemv(lp, alpha, a, b, beta, c, [](int64_t, int64_t, float*, int64_t) {}))
+        return;
     const Oriented<S, float> o = orient(a, b, c);
     const int threads = threads_for(o.c.rows, o.c.cols, o.a.cols);
     if (small_widened_fits(ks, o)) return small_widened(ks, lp, threads, alpha, o, beta, StackRun{1, 0, 0, 0});

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "cpu.hpp"
+#include "epilogue.hpp"
 #include "half.hpp"
 
 namespace fastgemm {
@@ -73,6 +74,9 @@ struct KernelTable {
     // `reps` rounds of independent vector FMAs; returns the flops done. Timed by the caller
     // to measure one core's FMA ceiling for this ISA and type.
     double (*fma_loop)(int64_t reps);
+    // c[i*rsc + j] = act(c[i*rsc + j] + bias[j]) for i < m, j < n (bias null: no add), on a
+    // finished block of C; see docs/DESIGN.md, "Fused bias and activation".
+    void (*epilogue)(int64_t m, int64_t n, T* c, int64_t rsc, const T* bias, Activation act);
 };
 
 // Which path a product takes, by shape; see docs/DESIGN.md, "Shape-specific paths".
@@ -116,6 +120,8 @@ struct PairKernels {
     void (*pack_a)(int64_t mc, int64_t kc, const bfloat16_t* a, int64_t rsa, int64_t csa, float* ap);
     void (*pack_b)(int64_t kc, int64_t nc, const bfloat16_t* b, int64_t rsb, int64_t csb, float* bp, int64_t s0,
                    int64_t s1);
+    // KernelTable<float>::epilogue of the same ISA (the tiles' C is float32).
+    void (*epilogue)(int64_t m, int64_t n, float* c, int64_t rsc, const float* bias, Activation act);
     // `reps` rounds of independent dot-product instructions; returns the flops done (2 per
     // product), timed like KernelTable::fma_loop for the pair kernels' peak.
     double (*dot_loop)(int64_t reps);

@@ -97,9 +97,10 @@ void run_small(const KernelTable<T>& uk, int threads, T alpha, const SmallProduc
 // the blocked path would pack (a full extra pass) and then feed through 1/MR of a tile.
 // Streams the matrix once instead, when the vector and output strides allow vector loads.
 // Tab: a KernelTable<T> (S == T) or a LowpTable<S> (T float), whose gemv_rows / gemv_dots read
-// A and B as S. Returns false when the strides do not fit a form.
-template <typename Tab, typename S, typename T>
-bool try_gemv(const Tab& uk, T alpha, View<const S> a, View<const S> b, T beta, View<T> c) {
+// A and B as S. finish(lo, hi, y, incy) runs on each thread's outputs [lo, hi) right after it
+// computed them (the epilogue). Returns false when the strides do not fit a form.
+template <typename Tab, typename S, typename T, typename Finish>
+bool try_gemv(const Tab& uk, T alpha, View<const S> a, View<const S> b, T beta, View<T> c, Finish finish) {
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     const int threads = threads_for(m, n, k);
     // Outputs split over threads in whole cache lines; each output's sum is the same on any
@@ -110,11 +111,13 @@ bool try_gemv(const Tab& uk, T alpha, View<const S> a, View<const S> b, T beta, 
         parallel_ranges(threads, len, grain, [&](int tid, int64_t lo, int64_t hi) {
             uk.gemv_rows(hi - lo, k, alpha, x, incx, mat + lo, ldm, beta, y + lo,
                          chunks + tid * (kGemvChunkBytes / int64_t(sizeof(T))));
+            finish(lo, hi, y, int64_t(1));
         });
     };
     auto dots_form = [&](int64_t len, const S* x, const S* mat, int64_t ldm, T* y, int64_t incy) {
         parallel_ranges(threads, len, grain, [&](int, int64_t lo, int64_t hi) {
             uk.gemv_dots(hi - lo, k, alpha, x, mat + lo * ldm, ldm, beta, y + lo * incy, incy);
+            finish(lo, hi, y, incy);
         });
     };
     if (m == 1 && b.cs == 1 && (c.cs == 1 || n == 1)) {  // c[0, j] = sum_p a[0, p] b[p, j]

@@ -641,6 +641,101 @@ void lowp_narrow(const fastgemm::KernelSet& ks) {
     report(ok, std::string(ks.name) + " narrow_to_f16 matches the portable rounding");
 }
 
+long double activation_ref(fastgemm::Activation act, long double z) {
+    using fastgemm::Activation;
+    switch (act) {
+        case Activation::none: return z;
+        case Activation::relu: return z > 0 ? z : 0.0L;
+        case Activation::gelu: return 0.5L * z * std::erfc(-z / std::sqrt(2.0L));
+        case Activation::gelu_tanh: {
+            const long double v =
+                2 * std::sqrt(2 / 3.14159265358979323846264338327950288L) * (z + 0.044715L * z * z * z);
+            return z / (1 + std::exp(-v));
+        }
+        case Activation::silu: return z / (1 + std::exp(-z));
+        case Activation::sigmoid: return 1 / (1 + std::exp(-z));
+        case Activation::tanh: return std::tanh(z);
+    }
+    return z;
+}
+
+// The fused epilogue on every path (gemv rows and dots, small, small on a column-major C,
+// blocked with the bounce tile, alpha == 0) and layout, every activation, with and without a
+// bias held in an allocation of exactly n elements, C exact or guarded: act(product + bias)
+// within 1.2 x the product's bound plus 8 ulps (the activations' measured error, docs/DESIGN.md).
+template <typename T>
+void epilogue_cases(const fastgemm::KernelSet& ks) {
+    struct Shape {
+        int64_t m, n, k;
+        double alpha;
+    };
+    const Shape shapes[] = {{1, 37, 5, 1},    {37, 1, 5, 1},     {1, 1, 1, 1}, {7, 17, 31, 1},
+                            {13, 47, 3, 0.5}, {20, 600, 230, 1}, {9, 11, 4, 0}};
+    const long double u = sizeof(T) == 4 ? std::ldexp(1.0L, -24) : std::ldexp(1.0L, -53);
+    const long double tiny = std::numeric_limits<T>::min();
+    const T sentinel = T(-12345.0);
+    for (const Shape& sh : shapes)
+        for (Layout lc : {kRowMajor, kColMajor, kStepped, kNegative}) {
+            const int64_t m = sh.m, n = sh.n, k = sh.k;
+            Placed<T> a(m, k, lc == kColMajor ? kColMajor : kRowMajor, 0, T(0)), b(k, n, kRowMajor, 0, T(0));
+            for (int64_t i = 0; i < m; ++i)
+                for (int64_t p = 0; p < k; ++p) a.at(i, p) = T(3 * uniform());
+            for (int64_t p = 0; p < k; ++p)
+                for (int64_t j = 0; j < n; ++j) b.at(p, j) = T(uniform());
+            std::vector<T> bias(static_cast<size_t>(n));
+            for (T& x : bias) x = T(2 * uniform());
+            std::vector<T> c0(static_cast<size_t>(m * n));
+            for (T& x : c0) x = T(uniform());
+            const T alpha = T(sh.alpha), beta = T(0.5);
+            // The product's reference and magnitude, once per shape and layout.
+            std::vector<long double> z0(c0.size()), mag(c0.size());
+            for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < n; ++j) {
+                    long double z = 0, g = 0;
+                    for (int64_t p = 0; p < k && alpha != T(0); ++p) {
+                        const long double x = (long double)a.at(i, p) * (long double)b.at(p, j);
+                        z += x;
+                        g += std::fabs(x);
+                    }
+                    const size_t e = size_t(i * n + j);
+                    z0[e] = z * alpha + (long double)beta * c0[e];
+                    mag[e] = g * std::fabs((long double)alpha) + std::fabs(beta * c0[e]);
+                }
+            for (int act = 0; act < fastgemm::kActivationCount; ++act)
+                for (bool with_bias : {true, false}) {
+                    if (act == 0 && !with_bias) continue;
+                    const fastgemm::Epilogue<T> ep{with_bias ? bias.data() : nullptr, fastgemm::Activation(act)};
+                    for (int64_t guard : {int64_t(16), int64_t(0)}) {
+                        Placed<T> c(m, n, lc, guard, sentinel);
+                        for (int64_t i = 0; i < m; ++i)
+                            for (int64_t j = 0; j < n; ++j) c.at(i, j) = c0[size_t(i * n + j)];
+                        char what[200];
+                        std::snprintf(what, sizeof what, "%s %s epilogue act=%d bias=%d m=%lld n=%lld k=%lld C=%s%s",
+                                      ks.name, type_name<T>(), act, int(with_bias), (long long)m, (long long)n,
+                                      (long long)k, kLayoutName[lc], guard ? "+guards" : "");
+                        fastgemm::gemm<T>(alpha, a.cview(), b.cview(), beta, c.view(), ep);
+                        bool ok = true;
+                        for (int64_t i = 0; i < m && ok; ++i)
+                            for (int64_t j = 0; j < n && ok; ++j) {
+                                const size_t e = size_t(i * n + j);
+                                const long double z = z0[e] + (with_bias ? bias[size_t(j)] : 0);
+                                const long double y = activation_ref(fastgemm::Activation(act), z);
+                                const long double ulp = std::ldexp(u, std::ilogb(std::fmax(std::fabs(y), tiny)) + 1);
+                                const long double bound =
+                                    1.2L * (2.0L * (k + 2) * (u * mag[e] + tiny) + 2 * u * std::fabs(z)) + 8 * ulp;
+                                ok = std::fabs((long double)c.at(i, j) - y) <= bound;
+                                if (!ok)
+                                    std::snprintf(what + std::strlen(what), sizeof what - std::strlen(what),
+                                                  ": C[%lld,%lld] = %Lg, expected %Lg", (long long)i, (long long)j,
+                                                  (long double)c.at(i, j), y);
+                            }
+                        report(ok, what);
+                        report(c.outside_untouched(sentinel), std::string(what) + ": wrote outside C");
+                    }
+                }
+        }
+}
+
 }  // namespace
 
 // run_blocked_pairs (the five loops over bfloat16 pair slivers: ceil(kc / 2) slot steps, k
@@ -799,6 +894,8 @@ int main() {
         run_kernel<double>(*ks);
         gemv_tail<float>(*ks);
         gemv_tail<double>(*ks);
+        epilogue_cases<float>(*ks);
+        epilogue_cases<double>(*ks);
         fastgemm::set_max_threads(1);  // flags of worker threads never reach the caller
         padding_flags<float>(*ks);
         padding_flags<double>(*ks);

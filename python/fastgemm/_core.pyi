@@ -42,8 +42,14 @@ class _LoopCalls(TypedDict):
 
 # module.cpp: products. c = alpha * a @ b + beta * c on 2-D float32 / float64 views; c is
 # written in place. TypeError for a wrong dtype, ValueError for a bad shape or a read-only c.
-def sgemm(a: _Array, b: _Array, c: _Array, alpha: float, beta: float) -> None: ...
-def dgemm(a: _Array, b: _Array, c: _Array, alpha: float, beta: float) -> None: ...
+# bias: None or a contiguous 1-D array of C's n columns not sharing C's memory; activation:
+# the number fastgemm._epilogue.ACTIVATIONS gives (0: none).
+def sgemm(
+    a: _Array, b: _Array, c: _Array, alpha: float, beta: float, bias: _Array | None = None, activation: int = 0
+) -> None: ...
+def dgemm(
+    a: _Array, b: _Array, c: _Array, alpha: float, beta: float, bias: _Array | None = None, activation: int = 0
+) -> None: ...
 
 # module.cpp: kernels. Names as FASTGEMM_KERNEL / set_kernel take them, best first.
 def compiled_kernels() -> list[str]: ...

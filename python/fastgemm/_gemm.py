@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _core, _lowp
+from . import _core, _epilogue, _lowp
 from ._layout import native_ok, new_or_given_c, readable_beside
 
 _F32 = np.dtype(np.float32)
@@ -84,6 +84,8 @@ def _gemm(
     beta: Any,
     trans_a: Any,
     trans_b: Any,
+    bias: Any = None,
+    activation: Any = None,
 ) -> np.ndarray:
     a = _as_matrix(a, "a", dtype, fn)
     b = _as_matrix(b, "b", dtype, fn)
@@ -96,11 +98,12 @@ def _gemm(
     if given:
         _as_matrix(c, "c", dtype, fn)
     opa, opb = readable_beside(c, opa, opb, fn)
+    epi = _epilogue.native_args(bias, activation, opb.shape[1], dtype, c, fn)
     if native_ok(c):
-        _NATIVE[dtype](opa, opb, c, alpha, beta)
+        _NATIVE[dtype](opa, opb, c, alpha, beta, *epi)
     else:
         tmp = c.copy(order="C") if beta != 0.0 else np.empty(c.shape, dtype=dtype)
-        _NATIVE[dtype](opa, opb, tmp, alpha, beta)
+        _NATIVE[dtype](opa, opb, tmp, alpha, beta, *epi)
         c[...] = tmp
     return c
 
@@ -162,24 +165,44 @@ def gemm(
     beta: Scalar = 0.0,
     trans_a: Trans = False,
     trans_b: Trans = False,
+    bias: npt.NDArray[np.floating[Any]] | None = None,
+    activation: _epilogue.Activation | None = None,
 ) -> npt.NDArray[Any]:
     """:func:`sgemm` or :func:`dgemm` by the dtype of ``a`` (float32 or float64).
+
+    Fused epilogue (float32 / float64): C = act(alpha * op(A) @ op(B) + beta * C + bias).
+    ``bias`` is None or a 1-D ndarray of C's dtype with one value per column of C (any
+    strides; it is copied when not contiguous or when it shares memory with ``c``);
+    ``activation`` is None or one of 'relu', 'gelu' (erf form), 'gelu_tanh', 'silu',
+    'sigmoid', 'tanh'. Both are applied to each tile of C while it is in cache. A bias of
+    another dtype raises TypeError, of another length or dimension ValueError, an unknown
+    activation ValueError, all before anything is computed. NaN stays NaN through every
+    activation (relu(NaN) is NaN, like np.maximum); the limits at +-inf are the
+    mathematical ones (sigmoid 1 / 0, tanh +-1, gelu / gelu_tanh / silu +inf / 0). Accuracy:
+    docs/DESIGN.md, "Fused bias and activation".
 
     With bfloat16 (ml_dtypes) or float16 ``a`` and ``b`` (both the same type): BLAS sbgemm /
     shgemm semantics, the inputs widened exactly to float32, float32 accumulation and a
     float32 C; ``c`` may be float32 or the inputs' type (computed in float32, rounded once to
     nearest even). Mixed bfloat16 / float16 operands raise TypeError.
     """
-    r = _core.gemm_call(a, b, c, alpha, beta, trans_a, trans_b)
+    fused = bias is not None or activation is not None
+    r = NotImplemented if fused else _core.gemm_call(a, b, c, alpha, beta, trans_a, trans_b)
     if r is not NotImplemented:
         return r
     dt = a.dtype if isinstance(a, np.ndarray) else np.asarray(a).dtype
     dt = dt.newbyteorder("=")  # a byte-swapped float32 gets sgemm's byte-order message
     if dt == np.float32:
+        if fused:
+            return _gemm(_F32, "gemm", a, b, c, alpha, beta, trans_a, trans_b, bias, activation)
         return sgemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)
     if dt == np.float64:
+        if fused:
+            return _gemm(_F64, "gemm", a, b, c, alpha, beta, trans_a, trans_b, bias, activation)
         return dgemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)
     if dt.itemsize == 2 and isinstance(a, np.ndarray) and _lowp.is_lowp(a.dtype):  # bfloat16 / float16
+        if fused:
+            _epilogue.refuse_lowp("gemm")
         return _lowp.gemm(
             a,
             b,

@@ -32,6 +32,9 @@ def products() -> None:
 
     e = fg.gemm(a, b)
     print(e.shape, e.dtype)
+    y = fg.gemm(a, b, bias=np.zeros(b.shape[1], np.float32), activation="gelu_tanh")
+    fg.gemm(a64, b64, d, beta=1.0, activation="relu")
+    print(y.shape)
 
     f = fg.matmul(a, b)
     fg.matmul(a, b, out=c)

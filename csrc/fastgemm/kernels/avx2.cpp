@@ -29,6 +29,18 @@ struct Avx2F32 {
     static void mask_storeu(T* p, mask m, reg r) { _mm256_maskstore_ps(p, m, r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
+    // For the epilogue (kernels/epilogue.hpp).
+    static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
+    static reg sub(reg a, reg b) { return _mm256_sub_ps(a, b); }
+    static reg div(reg a, reg b) { return _mm256_div_ps(a, b); }
+    static reg max(reg a, reg b) { return _mm256_max_ps(a, b); }
+    static reg min(reg a, reg b) { return _mm256_min_ps(a, b); }
+    static reg abs(reg a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+    static reg blend_lt(reg a, reg b, reg x, reg y) { return _mm256_blendv_ps(y, x, _mm256_cmp_ps(a, b, _CMP_LT_OQ)); }
+    static reg pow2i(reg n) {
+        const __m256i e = _mm256_castps_si256(_mm256_add_ps(n, _mm256_set1_ps(12582912.0f + 127.0f)));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(e, 23));
+    }
 };
 
 struct Avx2F64 {
@@ -46,6 +58,18 @@ struct Avx2F64 {
     static void mask_storeu(T* p, mask m, reg r) { _mm256_maskstore_pd(p, m, r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_pd(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_pd(a, b); }
+    // For the epilogue (kernels/epilogue.hpp).
+    static reg add(reg a, reg b) { return _mm256_add_pd(a, b); }
+    static reg sub(reg a, reg b) { return _mm256_sub_pd(a, b); }
+    static reg div(reg a, reg b) { return _mm256_div_pd(a, b); }
+    static reg max(reg a, reg b) { return _mm256_max_pd(a, b); }
+    static reg min(reg a, reg b) { return _mm256_min_pd(a, b); }
+    static reg abs(reg a) { return _mm256_andnot_pd(_mm256_set1_pd(-0.0), a); }
+    static reg blend_lt(reg a, reg b, reg x, reg y) { return _mm256_blendv_pd(y, x, _mm256_cmp_pd(a, b, _CMP_LT_OQ)); }
+    static reg pow2i(reg n) {
+        const __m256i e = _mm256_castpd_si256(_mm256_add_pd(n, _mm256_set1_pd(6755399441055744.0 + 1023.0)));
+        return _mm256_castsi256_pd(_mm256_slli_epi64(e, 52));
+    }
 };
 
 // Small products in panels of 2 vectors: 4 x 2 accumulators plus 2 B vectors leave room in

@@ -22,6 +22,23 @@ struct Avx512F32 {
     static void mask_storeu(T* p, mask m, reg r) { _mm512_mask_storeu_ps(p, m, r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
     static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
+    // For the epilogue (kernels/epilogue.hpp). Masked forms with a given source: GCC 12 warns
+    // on the unmasked ones' undefined source.
+    static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+    static reg sub(reg a, reg b) { return _mm512_sub_ps(a, b); }
+    static reg div(reg a, reg b) { return _mm512_div_ps(a, b); }
+    static reg max(reg a, reg b) { return _mm512_mask_max_ps(a, 0xFFFF, a, b); }
+    static reg min(reg a, reg b) { return _mm512_mask_min_ps(a, 0xFFFF, a, b); }
+    static reg abs(reg a) {
+        return _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(a), _mm512_set1_epi32(0x7fffffff)));
+    }
+    static reg blend_lt(reg a, reg b, reg x, reg y) {
+        return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_LT_OQ), y, x);
+    }
+    static reg pow2i(reg n) {
+        const __m512i e = _mm512_castps_si512(_mm512_add_ps(n, _mm512_set1_ps(12582912.0f + 127.0f)));
+        return _mm512_castsi512_ps(_mm512_mask_slli_epi32(e, 0xFFFF, e, 23));
+    }
 };
 
 struct Avx512F64 {
@@ -38,6 +55,22 @@ struct Avx512F64 {
     static void mask_storeu(T* p, mask m, reg r) { _mm512_mask_storeu_pd(p, m, r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_pd(a, b, c); }
     static reg mul(reg a, reg b) { return _mm512_mul_pd(a, b); }
+    // For the epilogue (kernels/epilogue.hpp).
+    static reg add(reg a, reg b) { return _mm512_add_pd(a, b); }
+    static reg sub(reg a, reg b) { return _mm512_sub_pd(a, b); }
+    static reg div(reg a, reg b) { return _mm512_div_pd(a, b); }
+    static reg max(reg a, reg b) { return _mm512_mask_max_pd(a, 0xFF, a, b); }
+    static reg min(reg a, reg b) { return _mm512_mask_min_pd(a, 0xFF, a, b); }
+    static reg abs(reg a) {
+        return _mm512_castsi512_pd(_mm512_and_si512(_mm512_castpd_si512(a), _mm512_set1_epi64(0x7fffffffffffffff)));
+    }
+    static reg blend_lt(reg a, reg b, reg x, reg y) {
+        return _mm512_mask_blend_pd(_mm512_cmp_pd_mask(a, b, _CMP_LT_OQ), y, x);
+    }
+    static reg pow2i(reg n) {
+        const __m512i e = _mm512_castpd_si512(_mm512_add_pd(n, _mm512_set1_pd(6755399441055744.0 + 1023.0)));
+        return _mm512_castsi512_pd(_mm512_mask_slli_epi64(e, 0xFF, e, 52));
+    }
 };
 
 }  // namespace

@@ -124,6 +124,7 @@ constexpr PairKernels pair_kernels(std::integer_sequence<int, M...>) {
         {TileRow<float>{}, kernels::tile_row<Avx512F32, M + 1, Bf16PairStep>(std::make_integer_sequence<int, NV>{})...},
         &pack_a_pairs<MR>,
         &pack_b_pairs<NV * Avx512F32::W>,
+        &kernels::epilogue<Avx512F32>,
         &dot_loop};
 }
 

@@ -1,5 +1,10 @@
 // Portable C++ kernels: correct on every target, the reference the SIMD kernels are tested
 // against, and the fallback on CPUs without the SIMD sets we have kernels for.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
 #include "table.hpp"
 
 namespace fastgemm {
@@ -23,6 +28,25 @@ struct Scalar {
     }
     static reg fmadd(reg a, reg b, reg c) { return a * b + c; }
     static reg mul(reg a, reg b) { return a * b; }
+    // For the epilogue (kernels/epilogue.hpp); max / min return b when either is NaN, as x86 does.
+    static reg add(reg a, reg b) { return a + b; }
+    static reg sub(reg a, reg b) { return a - b; }
+    static reg div(reg a, reg b) { return a / b; }
+    static reg max(reg a, reg b) { return a > b ? a : b; }
+    static reg min(reg a, reg b) { return a < b ? a : b; }
+    static reg abs(reg a) { return std::fabs(a); }
+    static reg blend_lt(reg a, reg b, reg x, reg y) { return a < b ? x : y; }
+    // The exponent-field construction of the SIMD files (no float -> int conversion: n may be NaN).
+    static reg pow2i(reg n) {
+        using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+        constexpr bool f32 = sizeof(T) == 4;
+        T t = n + (f32 ? T(12582912.0 + 127.0) : T(6755399441055744.0 + 1023.0));
+        U u;
+        std::memcpy(&u, &t, sizeof u);
+        u <<= f32 ? 23 : 52;
+        std::memcpy(&t, &u, sizeof t);
+        return t;
+    }
 };
 
 // Conversion traits of one lane: the exact scalar conversions of half.hpp.

@@ -37,6 +37,18 @@ struct NeonF32 {
     }
     static reg fmadd(reg a, reg b, reg c) { return vfmaq_f32(c, a, b); }
     static reg mul(reg a, reg b) { return vmulq_f32(a, b); }
+    // For the epilogue (kernels/epilogue.hpp).
+    static reg add(reg a, reg b) { return vaddq_f32(a, b); }
+    static reg sub(reg a, reg b) { return vsubq_f32(a, b); }
+    static reg div(reg a, reg b) { return vdivq_f32(a, b); }
+    static reg max(reg a, reg b) { return vmaxq_f32(a, b); }
+    static reg min(reg a, reg b) { return vminq_f32(a, b); }
+    static reg abs(reg a) { return vabsq_f32(a); }
+    static reg blend_lt(reg a, reg b, reg x, reg y) { return vbslq_f32(vcltq_f32(a, b), x, y); }
+    static reg pow2i(reg n) {
+        const uint32x4_t e = vreinterpretq_u32_f32(vaddq_f32(n, vdupq_n_f32(12582912.0f + 127.0f)));
+        return vreinterpretq_f32_u32(vshlq_n_u32(e, 23));
+    }
 };
 
 struct NeonF64 {
@@ -59,6 +71,18 @@ struct NeonF64 {
     }
     static reg fmadd(reg a, reg b, reg c) { return vfmaq_f64(c, a, b); }
     static reg mul(reg a, reg b) { return vmulq_f64(a, b); }
+    // For the epilogue (kernels/epilogue.hpp).
+    static reg add(reg a, reg b) { return vaddq_f64(a, b); }
+    static reg sub(reg a, reg b) { return vsubq_f64(a, b); }
+    static reg div(reg a, reg b) { return vdivq_f64(a, b); }
+    static reg max(reg a, reg b) { return vmaxq_f64(a, b); }
+    static reg min(reg a, reg b) { return vminq_f64(a, b); }
+    static reg abs(reg a) { return vabsq_f64(a); }
+    static reg blend_lt(reg a, reg b, reg x, reg y) { return vbslq_f64(vcltq_f64(a, b), x, y); }
+    static reg pow2i(reg n) {
+        const uint64x2_t e = vreinterpretq_u64_f64(vaddq_f64(n, vdupq_n_f64(6755399441055744.0 + 1023.0)));
+        return vreinterpretq_f64_u64(vshlq_n_u64(e, 52));
+    }
 };
 
 // bfloat16 -> float32 is a 16-bit shift (ushll), float16 -> float32 fcvtl; float32 -> float16

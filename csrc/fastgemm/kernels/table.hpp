@@ -8,13 +8,15 @@
 //
 // V provides: T, reg, mask, W (lanes), zero(), set1(x), loadu(p), storeu(p, r),
 // lanes(n) (mask of the first n lanes), maskz_loadu(m, p) (masked-off lanes read as 0),
-// mask_storeu(p, m, r), fmadd(a, b, c) = a*b + c, mul(a, b).
+// mask_storeu(p, m, r), fmadd(a, b, c) = a*b + c, mul(a, b), and the epilogue's operations
+// (kernels/epilogue.hpp).
 #pragma once
 
 #include <cstdint>
 #include <utility>
 
 #include "../kernel.hpp"
+#include "epilogue.hpp"
 #include "gemv.hpp"
 #include "lowp.hpp"
 #include "microkernel.hpp"
@@ -68,7 +70,8 @@ constexpr KernelTable<typename V::T> kernel_table(std::integer_sequence<int, M..
             &gemv_dots<V>,
             &small<V, PV>,
             &small_stack<V, PV>,
-            &fma_loop<V>};
+            &fma_loop<V>,
+            &epilogue<V>};
 }
 
 // The table of every kernel for an MR x (NV vectors) register tile over vector traits V;

@@ -89,6 +89,12 @@ def add_arguments(b: argparse.ArgumentParser) -> None:
         help="np.dot on 8, 16, 32, 64 and 512 squares with fastgemm's switch on (the fastgemm "
         "column) against NumPy's own np.dot (also the last group of the full suite)",
     )
+    which.add_argument(
+        "--group",
+        metavar="LIST",
+        help="comma-separated groups of the full suite only, e.g. linear (the fused bias + gelu_tanh "
+        "layer) or small,square; --list shows each case's group",
+    )
     b.add_argument(
         "--dtype",
         type=_dtypes,
@@ -137,6 +143,14 @@ def _plan(args: argparse.Namespace) -> list[Any]:
             raise UsageError(str(e)) from None
     if args.switch_dot:
         return suite.switch_dot_suite(args.dtype)
+    if args.group is not None:
+        groups = {g.strip() for g in args.group.split(",")}
+        cases = suite.full_suite(args.dtype)
+        unknown = groups - {c.group for c in cases}
+        if unknown:
+            known = ", ".join(dict.fromkeys(c.group for c in cases))
+            raise UsageError(f"--group: no group {', '.join(sorted(unknown))}; the suite's groups: {known}")
+        return [c for c in cases if c.group in groups]
     return suite.quick_suite(args.dtype) if args.quick else suite.full_suite(args.dtype)
 
 

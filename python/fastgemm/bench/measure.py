@@ -29,7 +29,7 @@ import numpy as np
 import fastgemm as fg
 
 from .. import _core, _numpy_funcs
-from .suite import LOWP_DTYPES, SWITCH_DOT, Case
+from .suite import LOWP_DTYPES, SWITCH_DOT, Case, linear_bias, linear_numpy
 
 MIN_SAMPLE_S = 2e-3
 MIN_REPEATS, MAX_REPEATS = 3, 50
@@ -63,6 +63,9 @@ class FastGemm:
         if case.group == SWITCH_DOT:  # the object np.dot is while the switch is on
             dot = _numpy_funcs.dot
             return lambda: dot(a, b)
+        if case.activation:
+            bias, act = linear_bias(case), case.activation
+            return lambda: fg.gemm(a, b, bias=bias, activation=act)
         if case.batch or case.dtype in LOWP_DTYPES:  # 2-byte: NumPy's result dtype, as np.matmul
             return lambda: fg.matmul(a, b)
         gemm = fg.sgemm if case.dtype == "float32" else fg.dgemm
@@ -84,6 +87,9 @@ class NumPy:
         if case.group == SWITCH_DOT:  # NumPy's own np.dot, whether or not the switch is on now
             dot = _numpy_funcs.original("dot")
             return lambda: dot(a, b)
+        if case.activation:
+            bias = linear_bias(case)
+            return lambda: linear_numpy(a, b, bias)
         return lambda: np.matmul(a, b)
 
 
@@ -119,6 +125,12 @@ class Torch:
             ta, tb = self._tensor(a), self._tensor(b)
         except (TypeError, ValueError, RuntimeError) as e:
             raise Unsupported(f"torch.from_numpy refused the operands: {e}") from None
+        if case.activation:
+            # A Linear layer's weight is stored out x in (W.T, contiguous), its bias a tensor.
+            wt = self.torch.from_numpy(np.ascontiguousarray(b.T))
+            bt = self.torch.from_numpy(linear_bias(case))
+            gelu, linear = self.torch.nn.functional.gelu, self.torch.nn.functional.linear
+            return lambda: gelu(linear(ta, wt, bt), approximate="tanh")
         matmul = self.torch.matmul
         return lambda: matmul(ta, tb)
 
@@ -148,6 +160,8 @@ class Blis:
         _numpy_only(case)
         if case.batch:
             raise Unsupported("blis.py.gemm has no batched form")
+        if case.activation:
+            raise Unsupported("blis.py.gemm has no bias or activation")
         if self.threads != 1:
             raise Unsupported("the blis wheel is single-threaded; compared at --threads 1 only")
         (a0, ta), (b0, tb) = self._as_op(a), self._as_op(b)
@@ -274,6 +288,12 @@ def check_result(case, a, b, c, rng):
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     ref = np.matmul(a64, b64)
     bound = const * case.k * u * np.matmul(np.abs(a64), np.abs(b64)) + u_out * np.abs(ref)
+    if case.activation:
+        # gelu_tanh (the suite's one activation) of z = product + bias: |gelu_tanh'| < 1.2, the
+        # bias add's rounding, the activation's few ulps with room for the float64 reference's.
+        z = ref + linear_bias(case).astype(np.float64)
+        ref = 0.5 * z * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (z + 0.044715 * z**3)))
+        bound = 1.2 * (bound + u * np.abs(z)) + 16 * u * np.abs(ref) + np.finfo(np.float32).tiny
     err = np.abs(c.astype(np.float64) - ref)
     finite = bool(np.isfinite(c).all())
     worst = float(np.max(err / np.maximum(bound, np.finfo(np.float64).tiny))) if err.size else 0.0

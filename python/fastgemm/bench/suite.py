@@ -49,6 +49,9 @@ class Case:
     dtype: str
     batch: int = 0  # 0: plain 2-D product; b > 0: b stacked products through matmul
     layout: str = "contiguous"
+    # "": the product alone; an activation name: a linear layer act(x @ W + bias), fastgemm's
+    # epilogue fused against each library's composed form (see linear_numpy).
+    activation: str = ""
 
     @property
     def flops(self):
@@ -68,12 +71,16 @@ class Case:
     def key(self):
         """Identifies the same measurement across runs (for --compare)."""
         key = f"{self.shape}/b{self.batch}/{self.dtype}/{self.layout}"
-        return f"{key}/np.dot" if self.group == SWITCH_DOT else key
+        if self.group == SWITCH_DOT:
+            return f"{key}/np.dot"
+        return f"{key}/{self.activation}" if self.activation else key
 
     def label(self):
         s = self.shape if not self.batch else f"{self.batch}*{self.shape}"
         if self.group == SWITCH_DOT:
             return f"np.dot {s}"
+        if self.activation:
+            s = f"{s} +b,{self.activation}"
         return s if self.layout == "contiguous" else f"{s} {self.layout}"
 
 
@@ -93,6 +100,9 @@ STACKED = ((100000, 3), (10000, 8), (4096, 16), (1000, 32), (1000, 64))
 # per-call cost of the replaced function at small sizes, the fast path at 512.
 SWITCH_DOT = "switch dot"
 SWITCH_DOT_SIZES = (8, 16, 32, 64, 512)
+# A linear layer y = gelu_tanh(x @ W + b), W 4096 x 4096, at batch sizes M (issue 12's targets).
+LINEAR = (1, 16, 128, 512)
+LINEAR_SIZE = 4096
 STRIDED_SIZE = 2048  # the size issue 2's "strided costs <= 5%" target is stated at
 
 
@@ -116,6 +126,7 @@ def full_suite(dtype_choice=None):
         cases += [Case("odd", m, n, k, dt) for m, n, k in ODD]
     for dt in single:
         cases += [Case(g, m, n, k, dt) for g, m, n, k in LLM]
+        cases += linear_suite(dt)
     for dt in both:
         cases += [Case("stacked", s, s, s, dt, batch=b) for b, s in STACKED]
         s = STRIDED_SIZE
@@ -126,6 +137,33 @@ def full_suite(dtype_choice=None):
 def switch_dot_suite(dtype_choice=None):
     """np.dot on single squares with the switch on against NumPy's own np.dot."""
     return [Case(SWITCH_DOT, s, s, s, dt) for dt in _both(dtype_choice, DTYPES) for s in SWITCH_DOT_SIZES]
+
+
+def linear_suite(dtype="float32"):
+    """The "linear" group: gelu_tanh(x @ W + b), K = N = 4096, M in LINEAR."""
+    return [Case("linear", m, LINEAR_SIZE, LINEAR_SIZE, dtype, activation="gelu_tanh") for m in LINEAR]
+
+
+def linear_bias(case):
+    """The bias of a linear case: n values of the case's dtype, the same on every run."""
+    return np.linspace(-1.0, 1.0, case.n).astype(np_dtype(case.dtype))
+
+
+def linear_numpy(x, w, bias):
+    """gelu_tanh(x @ w + bias) composed in NumPy with in-place operations, as a careful user
+    writes it: the product, then one temporary for tanh's argument, no other allocation."""
+    y = x @ w
+    y += bias
+    t = y * y
+    t *= 0.044715
+    t += 1.0
+    t *= y
+    t *= np.sqrt(2.0 / np.pi)  # sqrt(2/pi) (y + 0.044715 y^3)
+    np.tanh(t, out=t)
+    t += 1.0
+    t *= 0.5
+    y *= t
+    return y
 
 
 def quick_suite(dtype_choice=None):
