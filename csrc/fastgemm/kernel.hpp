@@ -73,6 +73,10 @@ struct KernelTable {
     // `reps` rounds of independent vector FMAs; returns the flops done. Timed by the caller
     // to measure one core's FMA ceiling for this ISA and type.
     double (*fma_loop)(int64_t reps);
+    // y[0:n] = alpha * x @ B + beta * y (beta == 0: y not read), x[p * incx] for p < k, y
+    // contiguous, B pack_b's ceil(n / nr) slivers of k x nr (a pre-packed B's panel): one row
+    // of C, the slivers streamed several at a time. A row equals the tile's row.
+    void (*gemv_packed)(int64_t n, int64_t k, T alpha, const T* x, int64_t incx, const T* bp, T beta, T* y);
 };
 
 // Which path a product takes, by shape; see docs/DESIGN.md, "Shape-specific paths".

@@ -67,7 +67,8 @@ constexpr KernelTable<typename V::T> kernel_table(std::integer_sequence<int, M..
             &gemv_dots<V>,
             &small<V, PV>,
             &small_stack<V, PV>,
-            &fma_loop<V>};
+            &fma_loop<V>,
+            &gemv_packed<V, NV>};
 }
 
 // The table of every kernel for an MR x (NV vectors) register tile over vector traits V;
