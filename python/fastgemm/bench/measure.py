@@ -29,7 +29,7 @@ import numpy as np
 import fastgemm as fg
 
 from .. import _core
-from .suite import LOWP_DTYPES, Case
+from .suite import LOWP_DTYPES, PACKED_LAYOUT, Case
 
 MIN_SAMPLE_S = 2e-3
 MIN_REPEATS, MAX_REPEATS = 3, 50
@@ -58,6 +58,9 @@ class FastGemm:
         if case.batch or case.dtype in LOWP_DTYPES:  # 2-byte: NumPy's result dtype, as np.matmul
             return lambda: fg.matmul(a, b)
         gemm = fg.sgemm if case.dtype == "float32" else fg.dgemm
+        if case.layout == PACKED_LAYOUT:
+            packed = fg.pack(b)
+            return lambda: gemm(a, packed)
         return lambda: gemm(a, b)
 
 
