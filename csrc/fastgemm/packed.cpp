@@ -1,5 +1,6 @@
 #include "packed.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -23,7 +24,7 @@ PackedB<T>::PackedB(const KernelSet& ks, View<const T> b) : ks_(&ks), k_(b.rows)
     // Every column of panels is k deep; all but the last are nc wide, the last padded to NR.
     const int64_t width = n_ > 0 ? checked_add(checked_mul(n_ / nc_, nc_), round_up(n_ % nc_, nr_)) : 0;
     size_ = checked_mul(k_, width);
-    checked_mul(size_, int64_t(sizeof(T)));
+    checked_mul(size_, int64_t(sizeof(T)));  // the bytes must be countable too
     if (size_ == 0) return;
     store_.allocate(std::size_t(size_) * sizeof(T));
     for (int64_t jc = 0; jc < n_; jc += nc_) {
@@ -74,11 +75,12 @@ void gemm(T alpha, View<const T> a, const PackedB<T>& b, T beta, View<T> c) {
         // threads in groups of four slivers. See docs/DESIGN.md, "Pre-packed B".
         parallel_ranges(threads, n, 4 * int64_t(b.nr()), [&](int, int64_t lo, int64_t hi) {
             for (int64_t jc = lo / b.nc() * b.nc(); jc < hi; jc += b.nc()) {
-                const int64_t j0 = std::max(lo, jc), j1 = std::min(hi, jc + b.nc());
-                for (int64_t pc = 0; pc < k; pc += b.kc())
-                    uk.gemv_packed(j1 - j0, std::min(b.kc(), k - pc), alpha, a.data + pc * a.cs, a.cs,
-                                   b.panel(pc, jc) + (j0 - jc) * std::min(b.kc(), k - pc), pc == 0 ? beta : T(1),
-                                   c.data + j0 * c.cs);
+                const int64_t j0 = std::max(lo, jc), j1 = std::min(hi, jc + b.nc());  // j0 - jc: whole slivers
+                for (int64_t pc = 0; pc < k; pc += b.kc()) {
+                    const int64_t kc = std::min(b.kc(), k - pc);
+                    uk.gemv_packed(j1 - j0, kc, alpha, a.data + pc * a.cs, a.cs, b.panel(pc, jc) + (j0 - jc) * kc,
+                                   pc == 0 ? beta : T(1), c.data + j0);
+                }
             }
         });
     } else {

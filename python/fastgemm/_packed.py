@@ -146,13 +146,17 @@ def gemm(
             f"{fn}: trans_b must be False or 'N' with a PackedMatrix: its transpose was fixed at pack time "
             f"(fastgemm.pack(w, trans=True))"
         )
-    # Stands in for B in the shared shape checks (one element, read by nothing).
-    shape_b = np.broadcast_to(np.zeros((), dtype), b.shape)
-    given = c is not None
-    c = new_or_given_c(opa, shape_b, c, beta, dtype, fn)
-    if given:
-        _gemm._as_matrix(c, "c", dtype, fn)
-    opa, _ = readable_beside(c, opa, shape_b, fn)
+    if c is None and opa.shape[1] == b.shape[0] and beta == 0.0:  # the common call, checked cheaply
+        c = np.empty((opa.shape[0], b.shape[1]), dtype)
+        opa = addressable(opa)
+    else:
+        # Stands in for B in the shared checks of C (one element, read by nothing).
+        shape_b = np.broadcast_to(np.zeros((), dtype), b.shape)
+        given = c is not None
+        c = new_or_given_c(opa, shape_b, c, beta, dtype, fn)
+        if given:
+            _gemm._as_matrix(c, "c", dtype, fn)
+        opa, _ = readable_beside(c, opa, shape_b, fn)
     packed = b._for_active_kernel()
     if native_ok(c):
         _GEMM[dtype](opa, packed, c, alpha, beta)

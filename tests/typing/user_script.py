@@ -33,6 +33,11 @@ def products() -> None:
     e = fg.gemm(a, b)
     print(e.shape, e.dtype)
 
+    p: fg.PackedMatrix = fg.pack(b.T.copy(), trans=True)
+    fg.gemm(a, p, c, alpha=0.5, beta=1.0)
+    fg.sgemm(a, p, trans_b="N")
+    print(fg.matmul(a, p).shape, (a @ p).shape, p.shape, p.dtype, p.nbytes, p.kernel, p.unpack().sum(), repr(p))
+
     f = fg.matmul(a, b)
     fg.matmul(a, b, out=c)
     g = fg.matmul(a64[None], b64)  # a stack of one
