@@ -41,7 +41,10 @@ def test_full_suite_covers_the_issue():
     for m, n, k in ((2048, 11008, 4096), (1, 4096, 4096), (16, 4096, 4096), (4096, 4096, 16), (8192, 64, 8192)):
         assert (m, n, k, 0, "float32") in shapes
     assert (64, 64, 64, 1000, "float32") in shapes and (8, 8, 8, 10000, "float64") in shapes
-    assert {c.layout for c in cases} == set(suite.LAYOUTS)
+    assert {c.layout for c in cases} == set(suite.LAYOUTS) | {suite.PACKED_LAYOUT}
+    kn = {(c.m, c.layout) for c in cases if (c.n, c.k, c.dtype) == (4096, 4096, "float32")}
+    assert kn >= {(m, lay) for m in (1, 16, 64, 256) for lay in ("contiguous", suite.PACKED_LAYOUT)}
+    assert all(c.group == "packed" for c in cases if c.layout == suite.PACKED_LAYOUT)
     assert len({c.key for c in cases}) == len(cases)
     assert all(c.dtype == "float64" for c in suite.full_suite("float64"))
 
@@ -204,6 +207,19 @@ def test_every_library_runs_every_layout(layout, threads):
     for lib in libs:
         r = res.libs[lib.name]
         assert r.error or (len(r.times) == 2 and res.gflops(lib.name) > 0), lib.name
+    assert not res.libs["fastgemm"].error and not res.libs["numpy"].error
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_packed_rows_time_a_packed_b(threads, monkeypatch):
+    """fastgemm gets fastgemm.pack(b), packed before timing; the others get b itself."""
+    packs = []
+    monkeypatch.setattr(fastgemm, "pack", lambda b: packs.append(b) or fastgemm._packed.pack(b))
+    libs, _ = bm.competitors(threads)
+    case = suite.Case("packed", 3, 40, 24, "float32", layout=suite.PACKED_LAYOUT)
+    rng = np.random.default_rng(4)
+    res = bm.run_case(case, libs, suite.operands(case, rng), repeats=2, budget=0.01, rng=rng)
+    assert res.check["ok"] and len(packs) == 1
     assert not res.libs["fastgemm"].error and not res.libs["numpy"].error
 
 

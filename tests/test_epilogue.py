@@ -269,6 +269,46 @@ def test_bitwise_identical_for_any_thread_count(kernel, shape, dtype):
     check(outs[0][1], ref, bound, f"{shape}")
 
 
+# One row (the packed matrix-vector kernel), tiles with several k blocks, B wider than one panel.
+PACKED_SHAPES = [(1, 37, 5), (1, 1000, 333), (7, 17, 31), (13, 1030, 700), (70, 1100, 130)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", PACKED_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_packed_b_takes_the_epilogue(kernel, shape, dtype):
+    rng = np.random.default_rng(sum(shape) + 7)
+    m, n, k = shape
+    a, b, bias = operands(rng, m, n, k, dtype)
+    a *= 3
+    p = fastgemm.pack(b)
+    product = reference(a, b, None, 1.0, 0.0)
+    for act in ACTS:
+        for bv in (None, bias):
+            if act is None and bv is None:
+                continue
+            got = fastgemm.gemm(a, p, bias=bv, activation=act)
+            ref, bound = expected(a, b, None, 1.0, 0.0, bv, act, product=product)
+            check(got, ref, bound, f"{kernel} packed {shape} {act} bias={bv is not None}")
+    # A column-major C with beta (the bounce tile), alpha == 0, and any thread count: the same bits.
+    c0 = np.asfortranarray(random_matrix(rng, (m, n), dtype))
+    c = c0.copy(order="F")
+    fastgemm.gemm(a, p, c, beta=0.5, bias=bias, activation="silu")
+    ref, bound = expected(a, b, c0, 1.0, 0.5, bias, "silu")
+    check(c, ref, bound, f"{kernel} packed {shape} column-major C")
+    z = fastgemm.gemm(a, p, c0.copy(), alpha=0.0, beta=0.5, bias=bias, activation="relu")
+    ref, bound = expected(a, b, c0, 0.0, 0.5, bias, "relu")
+    check(z, ref, bound, f"{kernel} packed {shape} alpha 0")
+    before = fastgemm.get_num_threads()
+    try:
+        fastgemm.set_num_threads(1)
+        one = fastgemm.gemm(a, p, bias=bias, activation="gelu")
+        fastgemm.set_num_threads(2)
+        two = fastgemm.gemm(a, p, bias=bias, activation="gelu")
+    finally:
+        fastgemm.set_num_threads(before)
+    assert np.array_equal(one, two, equal_nan=True), f"{kernel} packed {shape}: threads change the bits"
+
+
 def test_bias_copied_when_strided_or_sharing_c():
     rng = np.random.default_rng(5)
     a, b, _ = operands(rng, 9, 33, 7, np.float32)

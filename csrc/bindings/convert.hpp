@@ -5,9 +5,11 @@
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <type_traits>
 
+#include "../fastgemm/epilogue.hpp"
 #include "../fastgemm/view.hpp"
 
 namespace fastgemm {
@@ -54,6 +56,21 @@ View<T> matrix_view(const pybind11::array& x, const std::string& what) {
     }
     const pybind11::ssize_t r = x.ndim() - 2, c = x.ndim() - 1;
     return {data, x.shape(r), x.shape(c), element_stride<T>(x, r, what), element_stride<T>(x, c, what)};
+}
+
+// The epilogue's bias (None, or a contiguous 1-D array of C's n columns, not overlapping C:
+// fastgemm._epilogue makes it so) and activation number.
+template <typename T>
+Epilogue<T> epilogue_of(const std::optional<pybind11::array>& bias, int activation, const View<T>& c) {
+    if (activation < 0 || activation >= kActivationCount) throw pybind11::value_error("activation: unknown number");
+    Epilogue<T> ep{nullptr, Activation(activation)};
+    if (bias) {
+        check_dtype<T>(*bias, "bias");
+        if (bias->ndim() != 1 || bias->shape(0) != c.cols || (c.cols > 1 && bias->strides(0) != sizeof(T)))
+            throw pybind11::value_error("bias: expected a contiguous 1-D array of C's column count");
+        ep.bias = static_cast<const T*>(bias->data());
+    }
+    return ep;
 }
 
 }  // namespace bindings

@@ -25,21 +25,6 @@ using namespace fastgemm;
 
 namespace {
 
-// The epilogue's bias (None, or a contiguous 1-D array of C's n columns, not overlapping C:
-// fastgemm._epilogue makes it so) and activation number.
-template <typename T>
-Epilogue<T> epilogue_of(const std::optional<py::array>& bias, int activation, const View<T>& c) {
-    if (activation < 0 || activation >= kActivationCount) throw py::value_error("activation: unknown number");
-    Epilogue<T> ep{nullptr, Activation(activation)};
-    if (bias) {
-        bindings::check_dtype<T>(*bias, "bias");
-        if (bias->ndim() != 1 || bias->shape(0) != c.cols || (c.cols > 1 && bias->strides(0) != sizeof(T)))
-            throw py::value_error("bias: expected a contiguous 1-D array of C's column count");
-        ep.bias = static_cast<const T*>(bias->data());
-    }
-    return ep;
-}
-
 template <typename T>
 void gemm_py(const py::array& a, const py::array& b, py::array& c, T alpha, T beta,
              const std::optional<py::array>& bias, int activation) {
@@ -49,7 +34,7 @@ void gemm_py(const py::array& a, const py::array& b, py::array& c, T alpha, T be
     const View<const T> va = bindings::matrix_view<const T>(a, "a");
     const View<const T> vb = bindings::matrix_view<const T>(b, "b");
     const View<T> vc = bindings::matrix_view<T>(c, "c");
-    const Epilogue<T> ep = epilogue_of<T>(bias, activation, vc);
+    const Epilogue<T> ep = bindings::epilogue_of<T>(bias, activation, vc);
     py::gil_scoped_release release;
     gemm<T>(alpha, va, vb, beta, vc, ep);
 }
@@ -122,4 +107,5 @@ PYBIND11_MODULE(_core, m) {
     register_ufunc_loops(m);
     register_lowp(m);
     register_numpy_dot(m);
+    register_packed(m);
 }

@@ -37,4 +37,14 @@ void run_blocked_packed(const KernelTable<T>& uk, Packers<S, T> pk, const Blocki
 void run_blocked_pairs(const PairKernels& pk, const Blocking& bs, int threads, float alpha, View<const bfloat16_t> a,
                        View<const bfloat16_t> b, float beta, View<float> c);
 
+template <typename T>
+class PackedB;
+
+// run_blocked with B's panels taken from a PackedB packed for uk (the main tile of B's kernel
+// set): the same loops with no pack_b and no barrier (B is only read), so threads split C
+// alone, B's columns first (each streams its own part of B). mc: A's row block.
+template <typename T>
+void run_blocked_prepacked(const KernelTable<T>& uk, int64_t mc, int threads, T alpha, View<const T> a,
+                           const PackedB<T>& b, T beta, View<T> c, const Epilogue<T>& ep = {});
+
 }  // namespace fastgemm

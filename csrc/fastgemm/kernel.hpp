@@ -77,6 +77,10 @@ struct KernelTable {
     // c[i*rsc + j] = act(c[i*rsc + j] + bias[j]) for i < m, j < n (bias null: no add), on a
     // finished block of C; see docs/DESIGN.md, "Fused bias and activation".
     void (*epilogue)(int64_t m, int64_t n, T* c, int64_t rsc, const T* bias, Activation act);
+    // y[0:n] = alpha * x @ B + beta * y (beta == 0: y not read), x[p * incx] for p < k, y
+    // contiguous, B pack_b's ceil(n / nr) slivers of k x nr (a pre-packed B's panel): one row
+    // of C, the slivers streamed several at a time. A row equals the tile's row.
+    void (*gemv_packed)(int64_t n, int64_t k, T alpha, const T* x, int64_t incx, const T* bp, T beta, T* y);
 };
 
 // Which path a product takes, by shape; see docs/DESIGN.md, "Shape-specific paths".

@@ -25,6 +25,7 @@
 #include "../fastgemm/driver.hpp"
 #include "../fastgemm/gemm.hpp"
 #include "../fastgemm/gemm_lowp.hpp"
+#include "../fastgemm/packed.hpp"
 #include "../fastgemm/scratch.hpp"
 #include "../fastgemm/threading.hpp"
 #include "../fastgemm/view.hpp"
@@ -106,8 +107,9 @@ struct Case {
     bool nan_in_ab;  // A and B are NaN: must not be read when alpha == 0 or k == 0
 };
 
+// packed: B goes through a PackedB made for the active kernel set.
 template <typename T>
-void run_case(const char* kernel, const Case& cs) {
+void run_case(const char* kernel, const Case& cs, bool packed = false) {
     const T sentinel = T(-12345.0);
     const int64_t m = cs.m, n = cs.n, k = cs.k;
     Placed<T> a(m, k, cs.la, 0, T(0)), b(k, n, cs.lb, 0, T(0));
@@ -130,12 +132,15 @@ void run_case(const char* kernel, const Case& cs) {
         for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) c.at(i, j) = logical_c[size_t(i)][size_t(j)];
         char what[256];
-        std::snprintf(what, sizeof what, "%s %s m=%lld n=%lld k=%lld A=%s B=%s C=%s%s alpha=%g beta=%g%s%s", kernel,
+        std::snprintf(what, sizeof what, "%s %s m=%lld n=%lld k=%lld A=%s B=%s%s C=%s%s alpha=%g beta=%g%s%s", kernel,
                       type_name<T>(), (long long)m, (long long)n, (long long)k, kLayoutName[cs.la], kLayoutName[cs.lb],
-                      kLayoutName[cs.lc], guard ? "+guards" : "", cs.alpha, cs.beta, cs.nan_in_c ? " NaN-in-C" : "",
-                      cs.nan_in_ab ? " NaN-in-AB" : "");
+                      packed ? " packed" : "", kLayoutName[cs.lc], guard ? "+guards" : "", cs.alpha, cs.beta,
+                      cs.nan_in_c ? " NaN-in-C" : "", cs.nan_in_ab ? " NaN-in-AB" : "");
         try {
-            fastgemm::gemm<T>(alpha, a.cview(), b.cview(), beta, c.view());
+            if (packed)
+                fastgemm::gemm<T>(alpha, a.cview(), fastgemm::PackedB<T>(fastgemm::active_kernels(), b.cview()), beta,
+                                  c.view());
+            else fastgemm::gemm<T>(alpha, a.cview(), b.cview(), beta, c.view());
         } catch (const std::exception& e) {
             report(false, std::string(what) + ": threw " + e.what());
             continue;
@@ -179,7 +184,7 @@ const fastgemm::KernelTable<float>& table_of(const fastgemm::KernelSet& ks, floa
 const fastgemm::KernelTable<double>& table_of(const fastgemm::KernelSet& ks, double) { return ks.f64; }
 
 template <typename T>
-void run_kernel(const fastgemm::KernelSet& ks) {
+void run_kernel(const fastgemm::KernelSet& ks, bool packed = false) {
     const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
     const int64_t mr = uk.mr, nr = uk.nr;
     const fastgemm::Blocking bs = fastgemm::blocking_for(uk.mr, uk.nr, int(sizeof(T)));
@@ -198,6 +203,7 @@ void run_kernel(const fastgemm::KernelSet& ks) {
         shapes.push_back({mc + d, 3, 4});
     }
     shapes.push_back({mc + 1, nr + 1, kc + 1});  // every loop has a partial block
+    shapes.push_back({3, bs.nc + 5, 4});         // two NC panels
 
     const double scalars[][2] = {{1, 0}, {0.75, -0.5}, {-1, 1}, {0, 0.5}, {0, 0}};
     int idx = 0;
@@ -215,7 +221,7 @@ void run_kernel(const fastgemm::KernelSet& ks) {
                          scalars[sc][1],
                          false,
                          false};
-            run_case<T>(ks.name, c);
+            run_case<T>(ks.name, c, packed);
         }
     }
     for (const auto& s : std::vector<std::vector<int64_t>>{{1, 1, 1}, {mr + 1, nr - 1, 5}})
@@ -223,12 +229,13 @@ void run_kernel(const fastgemm::KernelSet& ks) {
             for (int lb = 0; lb < kLayouts; ++lb)
                 for (int lc = 0; lc < kLayouts; ++lc)
                     run_case<T>(ks.name,
-                                {s[0], s[1], s[2], Layout(la), Layout(lb), Layout(lc), 1.5, -1.0, false, false});
+                                {s[0], s[1], s[2], Layout(la), Layout(lb), Layout(lc), 1.5, -1.0, false, false},
+                                packed);
     for (const auto& s : std::vector<std::vector<int64_t>>{{1, 1, 1}, {mr + 1, nr + 1, 3}, {mr - 1, nr - 1, 0}}) {
         for (int lc = 0; lc < kLayouts; ++lc) {
-            run_case<T>(ks.name, {s[0], s[1], s[2], kRowMajor, kColMajor, Layout(lc), 1.0, 0.0, true, false});
-            run_case<T>(ks.name, {s[0], s[1], s[2], kColMajor, kRowMajor, Layout(lc), 0.0, 0.5, false, true});
-            run_case<T>(ks.name, {s[0], s[1], s[2], kStepped, kNegative, Layout(lc), 0.0, 0.0, true, true});
+            run_case<T>(ks.name, {s[0], s[1], s[2], kRowMajor, kColMajor, Layout(lc), 1.0, 0.0, true, false}, packed);
+            run_case<T>(ks.name, {s[0], s[1], s[2], kColMajor, kRowMajor, Layout(lc), 0.0, 0.5, false, true}, packed);
+            run_case<T>(ks.name, {s[0], s[1], s[2], kStepped, kNegative, Layout(lc), 0.0, 0.0, true, true}, packed);
         }
     }
 }
@@ -736,6 +743,48 @@ void epilogue_cases(const fastgemm::KernelSet& ks) {
         }
 }
 
+// A PackedB gives B back exactly from any layout, and its products are the same bits on 1 and
+// 2 threads (the tile grid splits C's columns first, the one-row path groups of slivers).
+template <typename T>
+void packed_b(const fastgemm::KernelSet& ks) {
+    const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
+    const fastgemm::Blocking bs = fastgemm::blocking_for(uk.mr, uk.nr, int(sizeof(T)));
+    const std::vector<std::vector<int64_t>> shapes = {{1, 1, 1},      {3, bs.nc + 5, 4}, {1, bs.nc + 5, 9},
+                                                      {5, 4099, 513}, {1, 8191, 300},    {300, 280, 250},
+                                                      {45, 65, 900}};
+    for (const auto& s : shapes) {
+        const int64_t m = s[0], n = s[1], k = s[2];
+        for (int lb = 0; lb < kLayouts; ++lb) {
+            Placed<T> a(m, k, kRowMajor, 0, T(0)), b(k, n, Layout(lb), 0, T(0));
+            for (int64_t i = 0; i < m; ++i)
+                for (int64_t p = 0; p < k; ++p) a.at(i, p) = T(uniform());
+            for (int64_t p = 0; p < k; ++p)
+                for (int64_t j = 0; j < n; ++j) b.at(p, j) = T(uniform());
+            const fastgemm::PackedB<T> pb(ks, b.cview());
+            std::vector<T> back(size_t(k * n)), c1(size_t(m * n)), c2(size_t(m * n));
+            pb.unpack({back.data(), k, n, n, 1});
+            bool same = true;
+            for (int64_t p = 0; p < k && same; ++p)
+                for (int64_t j = 0; j < n && same; ++j) same = back[size_t(p * n + j)] == b.at(p, j);
+            char what[160];
+            std::snprintf(what, sizeof what, "%s %s packed m=%lld n=%lld k=%lld B=%s", ks.name, type_name<T>(),
+                          (long long)m, (long long)n, (long long)k, kLayoutName[lb]);
+            report(same, std::string(what) + ": unpack gives B back");
+            fastgemm::set_max_threads(1);
+            fastgemm::gemm<T>(T(1), a.cview(), pb, T(0), {c1.data(), m, n, n, 1});
+            fastgemm::set_max_threads(2);
+            fastgemm::gemm<T>(T(1), a.cview(), pb, T(0), {c2.data(), m, n, n, 1});
+            report(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(T)) == 0,
+                   std::string(what) + ": 1 and 2 threads give the same bits");
+        }
+    }
+    expect_throw<std::invalid_argument>("packed B of the wrong shape", [&] {
+        std::vector<T> x(12), y(12);
+        const fastgemm::PackedB<T> pb(ks, View<const T>{x.data(), 3, 4, 4, 1});
+        fastgemm::gemm<T>(T(1), View<const T>{x.data(), 4, 3, 3, 1}, pb, T(0), View<T>{y.data(), 4, 3, 3, 1});
+    });
+}
+
 }  // namespace
 
 // run_blocked_pairs (the five loops over bfloat16 pair slivers: ceil(kc / 2) slot steps, k
@@ -892,6 +941,10 @@ int main() {
         const int f0 = failed;
         run_kernel<float>(*ks);
         run_kernel<double>(*ks);
+        run_kernel<float>(*ks, true);
+        run_kernel<double>(*ks, true);
+        packed_b<float>(*ks);
+        packed_b<double>(*ks);
         gemv_tail<float>(*ks);
         gemv_tail<double>(*ks);
         epilogue_cases<float>(*ks);

@@ -4,11 +4,13 @@ import fastgemm as fg
 c = fg.sgemm(a, b)                        # float32 C = A @ B
 fg.sgemm(a, b, c, alpha=0.5, beta=1.0)    # BLAS semantics, C updated in place
 fg.info()                                 # kernel, tile, block sizes, caches, threads
+w = fg.pack(weights, trans=True)          # pack a layer's weights once; y = fg.gemm(x, w)
 """
 
 from . import _persist, _threadpool, blas
 from ._gemm import dgemm, gemm, sgemm
 from ._matmul import matmul
+from ._packed import PackedMatrix, pack
 from ._patch import is_patched, patch_numpy, patched, restore_numpy
 from ._runtime import (
     _configure_from_environment,
@@ -27,6 +29,7 @@ _persist.on_import()  # `python -m fastgemm switch on` installed the hook: the s
 del _configure_from_environment
 
 __all__ = [
+    "PackedMatrix",
     "__version__",
     "available_kernels",
     "blas",
@@ -37,6 +40,7 @@ __all__ = [
     "info",
     "is_patched",
     "matmul",
+    "pack",
     "patch_numpy",
     "patched",
     "restore_numpy",

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _core, _epilogue, _lowp
+from . import _core, _epilogue, _lowp, _packed
 from ._layout import native_ok, new_or_given_c, readable_beside
 
 _F32 = np.dtype(np.float32)
@@ -87,6 +87,8 @@ def _gemm(
     bias: Any = None,
     activation: Any = None,
 ) -> np.ndarray:
+    if isinstance(b, _packed.PackedMatrix):
+        return _packed.gemm(fn, dtype, a, b, c, alpha, beta, trans_a, trans_b, bias, activation)
     a = _as_matrix(a, "a", dtype, fn)
     b = _as_matrix(b, "b", dtype, fn)
     alpha = _scalar(alpha, "alpha", fn)
@@ -110,7 +112,7 @@ def _gemm(
 
 def sgemm(
     a: npt.ArrayLike,
-    b: npt.ArrayLike,
+    b: npt.ArrayLike | _packed.PackedMatrix,
     c: npt.NDArray[np.float32] | None = None,
     *,
     alpha: Scalar = 1.0,
@@ -136,6 +138,10 @@ def sgemm(
     ldc < m. With ``beta == 0`` C is never read, so NaN in it does not survive; with
     ``alpha == 0`` or an empty inner dimension A and B are not read. Inputs that overlap
     ``c`` in memory are copied first.
+
+    ``b`` may be a :class:`fastgemm.PackedMatrix` of this dtype (:func:`fastgemm.pack`): B is
+    then not packed again; ``trans_b`` must be False or 'N' (the transpose was fixed at pack
+    time, else ValueError).
     """
     r = _core.sgemm_call(a, b, c, alpha, beta, trans_a, trans_b)
     return _gemm(_F32, "sgemm", a, b, c, alpha, beta, trans_a, trans_b) if r is NotImplemented else r
@@ -143,7 +149,7 @@ def sgemm(
 
 def dgemm(
     a: npt.ArrayLike,
-    b: npt.ArrayLike,
+    b: npt.ArrayLike | _packed.PackedMatrix,
     c: npt.NDArray[np.float64] | None = None,
     *,
     alpha: Scalar = 1.0,
@@ -158,7 +164,7 @@ def dgemm(
 
 def gemm(
     a: npt.ArrayLike,
-    b: npt.ArrayLike,
+    b: npt.ArrayLike | _packed.PackedMatrix,
     c: npt.NDArray[Any] | None = None,
     *,
     alpha: Scalar = 1.0,
@@ -190,6 +196,8 @@ def gemm(
     r = NotImplemented if fused else _core.gemm_call(a, b, c, alpha, beta, trans_a, trans_b)
     if r is not NotImplemented:
         return r
+    if isinstance(b, _packed.PackedMatrix):
+        return _packed.gemm("gemm", b.dtype, a, b, c, alpha, beta, trans_a, trans_b, bias, activation)
     dt = a.dtype if isinstance(a, np.ndarray) else np.asarray(a).dtype
     dt = dt.newbyteorder("=")  # a byte-swapped float32 gets sgemm's byte-order message
     if dt == np.float32:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _core, _lowp
+from . import _core, _lowp, _packed
 from ._layout import may_self_overlap, native_ok
 
 _BATCHED: dict[np.dtype[Any], Callable[..., None]] = {
@@ -107,7 +107,12 @@ def _keywords_native(kwargs: dict[str, Any], a: np.ndarray, b: np.ndarray, dtype
     return type(subok) is bool
 
 
-def matmul(a: npt.ArrayLike, b: npt.ArrayLike, out: np.ndarray | tuple[np.ndarray] | None = None, **kwargs: Any) -> Any:
+def matmul(
+    a: npt.ArrayLike,
+    b: npt.ArrayLike | _packed.PackedMatrix,
+    out: np.ndarray | tuple[np.ndarray] | None = None,
+    **kwargs: Any,
+) -> Any:
     """The matrix product of two arrays, with exactly numpy.matmul's semantics.
 
     1-D operands are promoted to a row (left) or column (right) and the added dimension is
@@ -126,12 +131,18 @@ def matmul(a: npt.ArrayLike, b: npt.ArrayLike, out: np.ndarray | tuple[np.ndarra
     result's dtype, a ``casting`` that allows the operands' cast, ``order`` "K" or "C", any
     ``subok``); any other value, and ``axes``, ``axis``, ``keepdims``, ``signature``, go to
     numpy.matmul with the call.
+
+    ``b`` may be a :class:`fastgemm.PackedMatrix` (:func:`fastgemm.pack`): ``a`` must then
+    have its dtype (no promotion), every leading axis of ``a`` is a row of one product, and
+    only ``out=`` is accepted.
     """
     if not kwargs:
         # Same-dtype float arrays of 2 or more dimensions, without a catch: in C, no Python.
         r = _core.matmul_call(a, b, out)
         if r is not NotImplemented:
             return r
+    if isinstance(b, _packed.PackedMatrix):
+        return _packed.matmul(a, b, out, **kwargs)
     if isinstance(out, tuple) and len(out) == 1:
         out = out[0]
     if type(a) is np.ndarray and a.dtype.itemsize == 2:  # float16 / bfloat16: _lowp.py

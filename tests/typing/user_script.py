@@ -36,6 +36,11 @@ def products() -> None:
     fg.gemm(a64, b64, d, beta=1.0, activation="relu")
     print(y.shape)
 
+    p: fg.PackedMatrix = fg.pack(b.T.copy(), trans=True)
+    fg.gemm(a, p, c, alpha=0.5, beta=1.0)
+    fg.sgemm(a, p, trans_b="N")
+    print(fg.matmul(a, p).shape, (a @ p).shape, p.shape, p.dtype, p.nbytes, p.kernel, p.unpack().sum(), repr(p))
+
     f = fg.matmul(a, b)
     fg.matmul(a, b, out=c)
     g = fg.matmul(a64[None], b64)  # a stack of one

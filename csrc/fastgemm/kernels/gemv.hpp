@@ -114,5 +114,62 @@ void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x
     }
 }
 
+// y[0:n] = alpha * sum_p x[p*incx] B[p, 0:n] + beta * y[0:n] over B packed as pack_b writes it
+// (ceil(n / NR) slivers of k x NR, NR = NV vectors, the last zero-padded), G slivers at a time:
+// G streams and G x NV independent sums (one sliver alone is NV dependent chains). Per element
+// the sum runs over p in order and is finished as the tile finishes it (alpha * sum, then
+// + beta * y), so a row computed here equals the same row computed by the tile.
+template <typename V, int NV>
+void gemv_packed(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x, int64_t incx,
+                 const typename V::T* bp, typename V::T beta, typename V::T* y) {
+    using T = typename V::T;
+    using R = typename V::reg;
+    constexpr int W = V::W, NR = NV * W, G = 4;
+    const R va = V::set1(alpha), vb = V::set1(beta);
+    const bool read_y = beta != T(0);
+    auto finish = [&](R acc, T* yj, int64_t cols) {
+        R r = V::mul(acc, va);
+        if (cols >= W) {
+            if (read_y) r = V::fmadd(vb, V::loadu(yj), r);
+            V::storeu(yj, r);
+        } else {
+            const typename V::mask mk = V::lanes(int(cols));
+            if (read_y) r = V::fmadd(vb, V::maskz_loadu(mk, yj), r);
+            V::mask_storeu(yj, mk, r);
+        }
+    };
+    int64_t j0 = 0;
+    for (; j0 + G * NR <= n; j0 += G * NR, bp += G * NR * k) {
+        R acc[G][NV];
+#pragma GCC unroll 8
+        for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+            for (int v = 0; v < NV; ++v) acc[g][v] = V::zero();
+        for (int64_t p = 0; p < k; ++p) {
+            const R xp = V::set1(x[p * incx]);
+#pragma GCC unroll 8
+            for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+                for (int v = 0; v < NV; ++v)
+                    acc[g][v] = V::fmadd(xp, V::loadu(bp + (g * k + p) * NR + v * W), acc[g][v]);
+        }
+#pragma GCC unroll 8
+        for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+            for (int v = 0; v < NV; ++v) finish(acc[g][v], y + j0 + g * NR + v * W, W);
+    }
+    for (; j0 < n; j0 += NR, bp += NR * k) {
+        R acc[NV];
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v) acc[v] = V::zero();
+        for (int64_t p = 0; p < k; ++p) {
+            const R xp = V::set1(x[p * incx]);
+#pragma GCC unroll 8
+            for (int v = 0; v < NV; ++v) acc[v] = V::fmadd(xp, V::loadu(bp + p * NR + v * W), acc[v]);
+        }
+        for (int v = 0; v < NV && j0 + v * W < n; ++v) finish(acc[v], y + j0 + v * W, n - j0 - v * W);
+    }
+}
+
 }  // namespace kernels
 }  // namespace fastgemm

@@ -71,7 +71,8 @@ constexpr KernelTable<typename V::T> kernel_table(std::integer_sequence<int, M..
             &small<V, PV>,
             &small_stack<V, PV>,
             &fma_loop<V>,
-            &epilogue<V>};
+            &epilogue<V>,
+            &gemv_packed<V, NV>};
 }
 
 // The table of every kernel for an MR x (NV vectors) register tile over vector traits V;

@@ -29,7 +29,7 @@ import numpy as np
 import fastgemm as fg
 
 from .. import _core, _numpy_funcs
-from .suite import LOWP_DTYPES, SWITCH_DOT, Case, linear_bias, linear_numpy
+from .suite import LOWP_DTYPES, PACKED_LAYOUT, SWITCH_DOT, Case, linear_bias, linear_numpy
 
 MIN_SAMPLE_S = 2e-3
 MIN_REPEATS, MAX_REPEATS = 3, 50
@@ -69,6 +69,9 @@ class FastGemm:
         if case.batch or case.dtype in LOWP_DTYPES:  # 2-byte: NumPy's result dtype, as np.matmul
             return lambda: fg.matmul(a, b)
         gemm = fg.sgemm if case.dtype == "float32" else fg.dgemm
+        if case.layout == PACKED_LAYOUT:
+            packed = fg.pack(b)
+            return lambda: gemm(a, packed)
         return lambda: gemm(a, b)
 
 

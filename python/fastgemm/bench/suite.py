@@ -95,6 +95,13 @@ LLM = (
     ("llm", 4096, 4096, 16),  # small K (low-rank update)
     ("llm", 8192, 64, 8192),  # one attention head's projection
 )
+# Pre-packed weights: gemm(x, pack(W)) against gemm(x, W) (the same shape, unpacked, in the row
+# beside it) and the others' x @ W, K = N = 4096: decode steps and small batches of tokens.
+PACKED_M = (1, 16, 64, 256)
+PACKED_KN = 4096
+# The layout of the packed rows: fastgemm gets fastgemm.pack(b), packed before timing; the
+# other libraries get b itself.
+PACKED_LAYOUT = "packed"
 STACKED = ((100000, 3), (10000, 8), (4096, 16), (1000, 32), (1000, 64))
 # np.dot itself, switch on ("fastgemm": fastgemm's np.dot) against NumPy's own np.dot: the
 # per-call cost of the replaced function at small sizes, the fast path at 512.
@@ -127,6 +134,11 @@ def full_suite(dtype_choice=None):
     for dt in single:
         cases += [Case(g, m, n, k, dt) for g, m, n, k in LLM]
         cases += linear_suite(dt)
+        # An unpacked row the llm group already has (1 and 16 rows) is not repeated.
+        seen = {c.key for c in cases}
+        for m in PACKED_M:
+            rows = (Case("packed", m, PACKED_KN, PACKED_KN, dt, layout=lay) for lay in ("contiguous", PACKED_LAYOUT))
+            cases += [c for c in rows if c.key not in seen]
     for dt in both:
         cases += [Case("stacked", s, s, s, dt, batch=b) for b, s in STACKED]
         s = STRIDED_SIZE

@@ -1,0 +1,66 @@
+// fastgemm._core.PackedF32 / PackedF64 (a pre-packed B, core PackedB<T>) and
+// sgemm_packed / dgemm_packed. python/fastgemm/_packed.py gives them their meaning.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "../fastgemm/dispatch.hpp"
+#include "../fastgemm/packed.hpp"
+#include "convert.hpp"
+#include "registrations.hpp"
+
+namespace py = pybind11;
+using namespace fastgemm;
+
+namespace {
+
+template <typename T>
+void register_type(py::module_& m, const char* cls, const char* gemm_name) {
+    // No buffer protocol and no data accessor but a copy: the packed memory is never writable.
+    py::class_<PackedB<T>>(m, cls)
+        .def(py::init([](const py::array& b) {
+                 if (b.ndim() != 2) throw py::value_error("b: expected a 2-D array");
+                 const View<const T> vb = bindings::matrix_view<const T>(b, "b");
+                 py::gil_scoped_release release;
+                 return std::make_unique<PackedB<T>>(active_kernels(), vb);
+             }),
+             py::arg("b"))
+        .def_property_readonly("rows", &PackedB<T>::rows)
+        .def_property_readonly("cols", &PackedB<T>::cols)
+        .def_property_readonly("kc", &PackedB<T>::kc)
+        .def_property_readonly("nc", &PackedB<T>::nc)
+        .def_property_readonly("nr", &PackedB<T>::nr)
+        .def_property_readonly("nbytes", &PackedB<T>::bytes)
+        .def_property_readonly("kernel", [](const PackedB<T>& p) { return std::string(p.kernels().name); })
+        .def("unpack", [](const PackedB<T>& p) {
+            py::array_t<T> out({p.rows(), p.cols()});
+            const View<T> v{out.mutable_data(), p.rows(), p.cols(), p.cols(), 1};
+            py::gil_scoped_release release;
+            p.unpack(v);
+            return out;
+        });
+    m.def(
+        gemm_name,
+        [](const py::array& a, const PackedB<T>& b, py::array& c, T alpha, T beta, const std::optional<py::array>& bias,
+           int activation) {
+            if (a.ndim() != 2 || c.ndim() != 2) throw py::value_error("a and c: expected 2-D arrays");
+            const View<const T> va = bindings::matrix_view<const T>(a, "a");
+            const View<T> vc = bindings::matrix_view<T>(c, "c");
+            const Epilogue<T> ep = bindings::epilogue_of<T>(bias, activation, vc);
+            py::gil_scoped_release release;
+            gemm<T>(alpha, va, b, beta, vc, ep);
+        },
+        py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"), py::arg("bias") = py::none(),
+        py::arg("activation") = 0);
+}
+
+}  // namespace
+
+void register_packed(py::module_& m) {
+    register_type<float>(m, "PackedF32", "sgemm_packed");
+    register_type<double>(m, "PackedF64", "dgemm_packed");
+}
