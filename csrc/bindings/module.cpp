@@ -101,4 +101,5 @@ PYBIND11_MODULE(_core, m) {
     register_calls(m);
     register_ufunc_loops(m);
     register_lowp(m);
+    register_int8(m);
 }

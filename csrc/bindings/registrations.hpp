@@ -7,3 +7,4 @@ void register_batched(pybind11::module_& m);
 void register_calls(pybind11::module_& m);
 void register_ufunc_loops(pybind11::module_& m);
 void register_lowp(pybind11::module_& m);
+void register_int8(pybind11::module_& m);

@@ -4,29 +4,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "scratch.hpp"
-#include "threading.hpp"
-
 namespace fastgemm {
 namespace {
 
-int64_t align64(int64_t bytes) { return round_up(bytes, 64); }
-
 constexpr int kMaxTile = kMaxMR * 64;  // largest MR x NR of any kernel
-
-// How `threads` threads split one macro-kernel: tm groups along M (each its own A blocks),
-// tn along the NR slivers of the shared B panel. Split M while every group still gets a few
-// MR slivers (balanced to within ~25%), N for the rest.
-struct Grid {
-    int tm, tn;
-};
-
-Grid make_grid(int threads, int64_t m, int mr) {
-    const int64_t slivers = ceil_div(m, mr);
-    int tm = threads;
-    while (tm > 1 && (threads % tm != 0 || slivers < 4 * int64_t(tm))) --tm;
-    return {tm, threads / tm};
-}
 
 template <typename T>
 void bounce_tile(const KernelTable<T>& uk, int64_t kc, T alpha, const T* ap, const T* bp, int64_t ldb, T beta, T* c,
@@ -40,83 +21,48 @@ void bounce_tile(const KernelTable<T>& uk, int64_t kc, T alpha, const T* ap, con
         }
 }
 
-// The five loops, A and B stored as S and packed into T by `pk`. direct_b (S == T only): full
-// slivers of B are read in place.
+// A floating-point product for five_loops: A and B stored as S and packed into T by `pk`.
+// direct_b (S == T only): full slivers of B are read in place. C with unit column stride is
+// written by the microkernel directly; any other C goes through a register-tile bounce buffer.
+// The first k slice applies beta, later ones accumulate.
+template <typename S, typename T>
+struct FloatProduct {
+    const KernelTable<T>& uk;
+    Packers<S, T> pk;
+    bool direct_b;
+    T alpha, beta;
+    View<const S> a, b;
+    View<T> c;
+    int mr = uk.mr, nr = uk.nr;
+
+    int64_t a_sliver(int64_t kc) const { return mr * kc * int64_t(sizeof(T)); }
+    int64_t b_sliver(int64_t kc) const { return nr * kc * int64_t(sizeof(T)); }
+    int64_t in_place(int64_t nc) const { return direct_b ? nc / nr : 0; }
+    void pack_b(int64_t jc, int64_t nc, int64_t pc, int64_t kc, char* bp, int64_t s0, int64_t s1) const {
+        pk.pack_b(kc, nc, b.data + pc * b.rs + jc * b.cs, b.rs, b.cs, reinterpret_cast<T*>(bp), s0, s1);
+    }
+    void pack_a(int64_t ic, int64_t mc, int64_t pc, int64_t kc, char* ap) const {
+        pk.pack_a(mc, kc, a.data + ic * a.rs + pc * a.cs, a.rs, a.cs, reinterpret_cast<T*>(ap));
+    }
+    void tile(const char* ap, const char* bp, bool direct, int64_t i, int64_t j, int m, int n, int64_t pc,
+              int64_t kc) const {
+        const T beta_pc = pc == 0 ? beta : T(1);
+        const T* bs = reinterpret_cast<const T*>(bp);
+        if constexpr (std::is_same_v<S, T>)
+            if (direct) bs = b.data + pc * b.rs + j;
+        const int64_t ldb = direct ? b.rs : nr;
+        const T* as = reinterpret_cast<const T*>(ap);
+        T* cij = c.data + i * c.rs + j * c.cs;
+        if (c.cs == 1)
+            uk.tiles[m].by_nv[(n + uk.lanes - 1) / uk.lanes](kc, alpha, as, mr, bs, ldb, beta_pc, cij, c.rs, n);
+        else bounce_tile(uk, kc, alpha, as, bs, ldb, beta_pc, cij, c.rs, c.cs, m, n);
+    }
+};
+
 template <typename S, typename T>
 void blocked(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int threads, bool direct_b, T alpha,
              View<const S> a, View<const S> b, T beta, View<T> c) {
-    const int MR = uk.mr, NR = uk.nr;
-    const int64_t m = c.rows, n = c.cols, k = a.cols;
-    // A thread without an MR x NR tile of C would only wait at the barriers.
-    threads = int(std::min<int64_t>(threads, ceil_div(m, MR) * ceil_div(n, NR)));
-
-    // Even splits: no thin tail block in k, n or m.
-    const int64_t kc_max = ceil_div(k, ceil_div(k, bs.kc));
-    const int64_t nc_max = round_up(ceil_div(n, ceil_div(n, bs.nc)), NR);
-    const Grid grid = make_grid(threads, m, MR);
-    const int64_t m_slivers = ceil_div(m, MR);
-    // Largest A block any thread packs (each thread cuts its rows into blocks in `work`).
-    const int64_t mc_max = std::min(bs.mc, m_slivers * MR);
-
-    const int64_t b_bytes = align64(kc_max * nc_max * int64_t(sizeof(T)));
-    const int64_t a_bytes = align64(kc_max * mc_max * int64_t(sizeof(T)));
-    char* scratch = static_cast<char*>(thread_scratch(size_t(b_bytes + a_bytes * threads)));
-    T* bp = reinterpret_cast<T*>(scratch);
-    const bool unit_cs = c.cs == 1;
-
-    // One thread's share of the five loops; `team` threads run it together.
-    auto work = [&](int tid, int team) {
-        // The runtime may give fewer threads than asked: re-derive the grid from the team.
-        const Grid g = team == threads ? grid : make_grid(team, m, MR);
-        const int gm = tid / g.tn, gn = tid % g.tn;
-        // This thread's rows: an equal share of MR slivers, cut into equal blocks of at most
-        // MC (dealt round-robin, MC blocks left one thread a short block behind).
-        const int64_t r0 = std::min(m, m_slivers * gm / g.tm * MR);
-        const int64_t r1 = std::min(m, m_slivers * (gm + 1) / g.tm * MR);
-        const int64_t mc_t = r1 > r0 ? round_up(ceil_div(r1 - r0, ceil_div(r1 - r0, mc_max)), MR) : MR;
-        T* ap = reinterpret_cast<T*>(scratch + b_bytes + a_bytes * tid);
-
-        for (int64_t jc = 0; jc < n; jc += nc_max) {
-            const int64_t nc = std::min(nc_max, n - jc);
-            const int64_t slivers = ceil_div(nc, NR);
-            const int64_t in_place = direct_b ? nc / NR : 0;  // slivers read from B itself
-            const int64_t packed = slivers - in_place;
-            for (int64_t pc = 0; pc < k; pc += kc_max) {
-                const int64_t kc = std::min(kc_max, k - pc);
-                const T beta_pc = pc == 0 ? beta : T(1);
-                const S* b_pc = b.data + pc * b.rs + jc * b.cs;
-                pk.pack_b(kc, nc, b_pc, b.rs, b.cs, bp, in_place + packed * tid / team,
-                          in_place + packed * (tid + 1) / team);
-                if (team > 1) team_barrier();
-                const int64_t s_lo = slivers * gn / g.tn, s_hi = slivers * (gn + 1) / g.tn;
-                for (int64_t ic = r0; ic < r1; ic += mc_t) {
-                    const int64_t mc = std::min(mc_t, r1 - ic);
-                    pk.pack_a(mc, kc, a.data + ic * a.rs + pc * a.cs, a.rs, a.cs, ap);
-                    for (int64_t s = s_lo; s < s_hi; ++s) {
-                        const int64_t jr = s * NR;
-                        const int nr = int(std::min<int64_t>(NR, nc - jr));
-                        const bool b_direct = s < in_place;
-                        const T* bs_ = bp + jr * kc;
-                        if constexpr (std::is_same_v<S, T>)
-                            if (b_direct) bs_ = b_pc + jr;
-                        const int64_t ldb = b_direct ? b.rs : NR;
-                        const int nv = (nr + uk.lanes - 1) / uk.lanes;  // vectors this sliver needs
-                        for (int64_t ir = 0; ir < mc; ir += MR) {
-                            const int mr = int(std::min<int64_t>(MR, mc - ir));
-                            T* cij = c.data + (ic + ir) * c.rs + (jc + jr) * c.cs;
-                            if (unit_cs)
-                                uk.tiles[mr].by_nv[nv](kc, alpha, ap + ir * kc, MR, bs_, ldb, beta_pc, cij, c.rs, nr);
-                            else bounce_tile(uk, kc, alpha, ap + ir * kc, bs_, ldb, beta_pc, cij, c.rs, c.cs, mr, nr);
-                        }
-                    }
-                }
-                // The B panel is repacked next round: everyone must be done reading it.
-                if (team > 1) team_barrier();
-            }
-        }
-    };
-
-    run_team(threads, work);
+    five_loops(FloatProduct<S, T>{uk, pk, direct_b, alpha, beta, a, b, c}, bs, threads, c.rows, c.cols, a.cols);
 }
 
 }  // namespace
