@@ -125,7 +125,7 @@ constexpr KernelSet avx2_kernels{"avx2", "AVX2+FMA", &runs_avx2, Tuning{256, 128
                                  kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
                                  kernels::kernel_table<Avx2F32, 12, 1>(), kernels::kernel_table<Avx2F64, 12, 1>(),
                                  kernels::lowp_kernels<Avx2F32, Avx2Bf16, Avx2F16, Avx2Narrow, 6, 2>(),
-                                 // 6 x 16 int32: 12 accumulators, 2 B vectors, a broadcast, a product.
-                                 kernels::int8_kernels<Avx2I8, 6, 2>("AVX2 vpmaddwd")};
+                                 // 4 x 16 int32: 8 accumulators (6 x 16 spilled); see docs/DESIGN.md, "int8 products".
+                                 kernels::int8_kernels<Avx2I8, 4, 2>("AVX2 vpmaddwd")};
 
 }  // namespace fastgemm

@@ -110,7 +110,7 @@ void ukernel_i8(int64_t kc, const void* ap, const void* bp, void* c, int64_t ldc
 #pragma GCC unroll 8
         for (int j = 0; j < NV; ++j) acc[i][j] = I::zero();
     const int64_t groups = (kc + KG - 1) / KG;
-#pragma GCC unroll 2
+#pragma GCC unroll 4
     for (int64_t q = 0; q < groups; ++q) {
         typename I::breg bv[NV];
 #pragma GCC unroll 8
