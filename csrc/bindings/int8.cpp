@@ -67,8 +67,10 @@ void gemm_int8_scaled_py(const py::array& a, const py::array& b, const py::array
 
 py::dict int8_info(const std::string& name) {
     const Int8Kernels& ik = int8_kernels(find_kernels(name, false));
+    const Blocking bs = int8_blocking(ik);
     return py::dict(py::arg("isa") = ik.isa, py::arg("mr") = ik.u8.mr, py::arg("nr") = ik.u8.nr,
-                    py::arg("kgroup") = ik.u8.kgroup);
+                    py::arg("kgroup") = ik.u8.kgroup, py::arg("mc") = bs.mc, py::arg("kc") = bs.kc,
+                    py::arg("nc") = bs.nc);
 }
 
 }  // namespace

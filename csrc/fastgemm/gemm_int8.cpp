@@ -83,18 +83,24 @@ template <typename A>
 void run(View<const A> a, View<const int8_t> b, char* c, int64_t rsc, int64_t csc, bool accumulate, const float* scale,
          int64_t scale_inc) {
     // One read of the active set: a concurrent set_kernel must not mix two kernels in a call.
-    const Int8Table<A>& t = table_of<A>(int8_kernels(active_kernels()));
+    const Int8Kernels& ik = int8_kernels(active_kernels());
+    const Int8Table<A>& t = table_of<A>(ik);
     const int64_t m = a.rows, n = b.cols, k = a.cols;
-    Blocking bs = blocking_for(t.mr, t.nr, t.a_size);
-    bs.kc = round_up(bs.kc, t.kgroup);  // whole k-groups in every slice but the last
-    five_loops(Int8Product<A>{t, a, b, c, rsc, csc, accumulate, scale, scale_inc, k}, bs, threads_for(m, n, k), m, n,
-               k);
+    five_loops(Int8Product<A>{t, a, b, c, rsc, csc, accumulate, scale, scale_inc, k}, int8_blocking(ik),
+               threads_for(m, n, k), m, n, k);
 }
 
 }  // namespace
 
 const Int8Kernels& int8_kernels(const KernelSet& ks) {
     return ks.int8.better && ks.int8.better_can_run(cpu_features()) ? *ks.int8.better : ks.int8;
+}
+
+Blocking int8_blocking(const Int8Kernels& ik) {
+    const Int8Table<uint8_t>& t = ik.u8;
+    Blocking bs = blocking_for(t.mr, t.nr, t.a_size);
+    bs.kc = round_up(bs.kc, t.kgroup);  // whole k-groups in every slice but the last
+    return bs;
 }
 
 template <typename A>

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "blocking.hpp"
 #include "kernel.hpp"
 #include "view.hpp"
 
@@ -24,6 +25,10 @@ void gemm_int8_scaled(View<const A> a, View<const int8_t> b, const float* scale,
 // The int8 kernels products on kernel set ks run on this CPU: ks.int8, or its `better` variant
 // when the CPU can run that.
 const Int8Kernels& int8_kernels(const KernelSet& ks);
+
+// MC / KC / NC of the int8 kernels ik (the uint8 and int8 tables share their tile and packing
+// sizes): blocking_for's model for the packed element size, KC a whole number of k-groups.
+Blocking int8_blocking(const Int8Kernels& ik);
 
 extern template void gemm_int8<uint8_t>(View<const uint8_t>, View<const int8_t>, bool, View<int32_t>);
 extern template void gemm_int8<int8_t>(View<const int8_t>, View<const int8_t>, bool, View<int32_t>);

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _core, _lowp
+from . import _core, _int8, _lowp
 from ._layout import native_ok, new_or_given_c, readable_beside
 
 _F32 = np.dtype(np.float32)
@@ -162,6 +162,7 @@ def gemm(
     beta: Scalar = 0.0,
     trans_a: Trans = False,
     trans_b: Trans = False,
+    scale: float | npt.NDArray[np.float32] | None = None,
 ) -> npt.NDArray[Any]:
     """:func:`sgemm` or :func:`dgemm` by the dtype of ``a`` (float32 or float64).
 
@@ -169,11 +170,28 @@ def gemm(
     shgemm semantics, the inputs widened exactly to float32, float32 accumulation and a
     float32 C; ``c`` may be float32 or the inputs' type (computed in float32, rounded once to
     nearest even). Mixed bfloat16 / float16 operands raise TypeError.
+
+    With uint8 or int8 ``a`` and int8 ``b``: an exact int32 C (``beta=1`` adds to an int32 ``c``;
+    ``alpha`` must be 1), or with ``scale`` (a real number, or a float32 vector of one value per
+    column of C) a float32 C = scale * (op(A) @ op(B)). Past K = 65793 (uint8 a) or 131071 (int8 a)
+    the int32 sums wrap around modulo 2^32, as NumPy's int32 matmul does. Other integer operands
+    raise TypeError.
     """
-    r = _core.gemm_call(a, b, c, alpha, beta, trans_a, trans_b)
+    r = _core.gemm_call(a, b, c, alpha, beta, trans_a, trans_b) if scale is None else NotImplemented
     if r is not NotImplemented:
         return r
     dt = a.dtype if isinstance(a, np.ndarray) else np.asarray(a).dtype
+    if _int8.wants_int8(dt, b, scale):
+        return _int8.gemm(
+            a,
+            b,
+            c,
+            _scalar(alpha, "alpha", "gemm"),
+            _scalar(beta, "beta", "gemm"),
+            _trans(trans_a, "trans_a", "gemm"),
+            _trans(trans_b, "trans_b", "gemm"),
+            scale,
+        )
     dt = dt.newbyteorder("=")  # a byte-swapped float32 gets sgemm's byte-order message
     if dt == np.float32:
         return sgemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)
