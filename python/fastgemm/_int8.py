@@ -78,6 +78,8 @@ def gemm(
     fn = "gemm"
     a = _matrix(a, "a", fn)
     b = _matrix(b, "b", fn)
+    if scale is not None and a.dtype.kind not in "iu" and b.dtype.kind not in "iu":
+        raise TypeError(f"{fn}: scale= dequantises int8 products; a is {a.dtype} (use alpha= to scale it)")
     if a.dtype not in (_U8, _I8) or b.dtype != _I8:
         raise TypeError(f"{fn}: a is {a.dtype} and b is {b.dtype}; {SUPPORTED}")
     if alpha != 1.0:

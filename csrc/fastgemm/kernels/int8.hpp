@@ -104,12 +104,18 @@ void ukernel_i8(int64_t kc, const void* ap, const void* bp, void* c, int64_t ldc
     constexpr int W = I::W, KG = I::KG, NR = NV * W;
     const auto* a = static_cast<const typename I::PA*>(ap);
     const auto* b = static_cast<const typename I::PB*>(bp);
+    const int64_t groups = (kc + KG - 1) / KG;
+    // The accumulators start at the sliver's corrections, which follow its groups (added after
+    // the k loop instead, they made GCC 12 store every accumulator to the stack in the loop).
+    R init[NV];
+#pragma GCC unroll 8
+    for (int j = 0; j < NV; ++j)
+        init[j] = Corrected ? I::loadu(reinterpret_cast<const int32_t*>(b + groups * SC * KG) + j * W) : I::zero();
     R acc[MR][NV];
 #pragma GCC unroll 64
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 8
-        for (int j = 0; j < NV; ++j) acc[i][j] = I::zero();
-    const int64_t groups = (kc + KG - 1) / KG;
+        for (int j = 0; j < NV; ++j) acc[i][j] = init[j];
 #pragma GCC unroll 4
     for (int64_t q = 0; q < groups; ++q) {
         typename I::breg bv[NV];
@@ -123,14 +129,6 @@ void ukernel_i8(int64_t kc, const void* ap, const void* bp, void* c, int64_t ldc
         }
         a += SR * KG;
         b += SC * KG;
-    }
-    if constexpr (Corrected) {  // b is at the sliver's corrections now
-#pragma GCC unroll 8
-        for (int j = 0; j < NV; ++j) {
-            const R fix = I::loadu(reinterpret_cast<const int32_t*>(b) + j * W);
-#pragma GCC unroll 64
-            for (int i = 0; i < MR; ++i) acc[i][j] = I::add(acc[i][j], fix);
-        }
     }
     const bool full = n == NR;
     typename F::mask mk[NV];
