@@ -55,7 +55,7 @@ struct Int8Product {
         char* cij = c + (i * rsc + j * csc) * 4;
         const Int8UkernelFn fn = t.tiles[m].by_nv[(n + t.lanes - 1) / t.lanes];
         if (csc == 1) {
-            fn(kc, ap, bp, cij, rsc, n, add, sc, scale_inc);
+            fn(kc, ap, bp, cij, rsc, n, add, sc, scale_inc);  // a finished float32 tile when sc != nullptr
             return;
         }
         // Any other C through a tile buffer: the raw sums, finished here exactly as the kernel
@@ -73,6 +73,7 @@ struct Int8Product {
                 }
                 buf[r * nr + q] = v;
             }
+        // buf: the finished tile (float32 when sc != nullptr), row stride nr.
         for (int r = 0; r < m; ++r)
             for (int q = 0; q < n; ++q) std::memcpy(cij + (r * rsc + q * csc) * 4, &buf[r * nr + q], 4);
     }
@@ -83,7 +84,8 @@ template <typename A>
 void run(View<const A> a, View<const int8_t> b, char* c, int64_t rsc, int64_t csc, bool accumulate, const float* scale,
          int64_t scale_inc) {
     // One read of the active set: a concurrent set_kernel must not mix two kernels in a call.
-    const Int8Kernels& ik = int8_kernels(active_kernels());
+    const KernelSet& ks = active_kernels();
+    const Int8Kernels& ik = int8_kernels(ks);
     const Int8Table<A>& t = table_of<A>(ik);
     const int64_t m = a.rows, n = b.cols, k = a.cols;
     five_loops(Int8Product<A>{t, a, b, c, rsc, csc, accumulate, scale, scale_inc, k}, int8_blocking(ik),

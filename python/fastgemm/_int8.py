@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _core
+from . import _core, _lowp
 from ._layout import native_ok, new_or_given_c, readable_beside
 
 _U8 = np.dtype(np.uint8)
@@ -81,7 +81,10 @@ def gemm(
     if scale is not None and a.dtype.kind not in "iu" and b.dtype.kind not in "iu":
         raise TypeError(f"{fn}: scale= dequantises int8 products; a is {a.dtype} (use alpha= to scale it)")
     if a.dtype not in (_U8, _I8) or b.dtype != _I8:
-        raise TypeError(f"{fn}: a is {a.dtype} and b is {b.dtype}; {SUPPORTED}")
+        raise TypeError(
+            f"{fn}: a is {a.dtype} and b is {b.dtype}; {SUPPORTED}; floating-point ones a and b of one "
+            f"dtype: float32, float64, float16 or bfloat16 ({_lowp.INSTALL_HINT})"
+        )
     if alpha != 1.0:
         raise ValueError(
             f"{fn}: alpha={alpha} with integer inputs; the int32 product is exact and not scaled "

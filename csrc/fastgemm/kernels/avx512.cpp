@@ -4,29 +4,12 @@
 // few rows with B read in place: see docs/DESIGN.md, "Tile shapes" and "Skinny tiles".
 #include <immintrin.h>
 
-#include <cstring>
-
+#include "avx512_traits.hpp"
 #include "int8.hpp"
 #include "table.hpp"
 
 namespace fastgemm {
 namespace {
-
-struct Avx512F32 {
-    using T = float;
-    using reg = __m512;
-    using mask = __mmask16;
-    static constexpr int W = 16;
-    static reg zero() { return _mm512_setzero_ps(); }
-    static reg set1(T x) { return _mm512_set1_ps(x); }
-    static reg loadu(const T* p) { return _mm512_loadu_ps(p); }
-    static void storeu(T* p, reg r) { _mm512_storeu_ps(p, r); }
-    static mask lanes(int n) { return n >= W ? mask(0xFFFF) : n <= 0 ? mask(0) : mask((1u << n) - 1); }
-    static reg maskz_loadu(mask m, const T* p) { return _mm512_maskz_loadu_ps(m, p); }
-    static void mask_storeu(T* p, mask m, reg r) { _mm512_mask_storeu_ps(p, m, r); }
-    static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
-    static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
-};
 
 struct Avx512F64 {
     using T = double;
@@ -141,29 +124,16 @@ struct Avx512Narrow {
 
 // int8 without VNNI (Skylake-SP/X): avx2.cpp's vpmaddwd scheme on zmm, operands widened to int16
 // while packing, exact. CPUs with AVX512_VNNI run avx512_vnni.cpp's vpdpbusd kernels instead.
-struct Avx512I8 {
-    using F = Avx512F32;
-    using reg = __m512i;
+struct Avx512I8 : Avx512I32 {
     using areg = __m512i;
     using breg = __m512i;
     using PA = int16_t;
     using PB = int16_t;
-    static constexpr int W = 16, KG = 2;
+    static constexpr int KG = 2;
     static constexpr bool kSignedA = true;
-    static reg zero() { return _mm512_setzero_si512(); }
-    static areg bcast_a(const PA* p) {
-        int32_t pair;
-        std::memcpy(&pair, p, sizeof pair);
-        return _mm512_set1_epi32(pair);
-    }
+    static areg bcast_a(const PA* p) { return bcast32(p); }
     static breg load_b(const PB* p) { return _mm512_loadu_si512(p); }
     static reg dot(reg acc, areg a, breg b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
-    static reg add(reg x, reg y) { return _mm512_add_epi32(x, y); }
-    static reg loadu(const void* p) { return _mm512_loadu_si512(p); }
-    static void storeu(void* p, reg r) { _mm512_storeu_si512(p, r); }
-    static reg maskz_loadu(__mmask16 m, const void* p) { return _mm512_maskz_loadu_epi32(m, p); }
-    static void mask_storeu(void* p, __mmask16 m, reg r) { _mm512_mask_storeu_epi32(p, m, r); }
-    static __m512 to_float(reg r) { return _mm512_cvtepi32_ps(r); }
     static PA pa(uint8_t x) { return x; }
     static PA pa(int8_t x) { return x; }
     static PB pb(int8_t x) { return x; }
