@@ -97,7 +97,7 @@ class Torch:
         except (TypeError, ValueError, RuntimeError) as e:
             raise Unsupported(f"torch.from_numpy refused the operands: {e}") from None
         if case.dtype in INT8_DTYPES:
-            # torch._int_mm: int8 x int8 -> int32 (oneDNN's u8s8 kernels inside; no uint8 A form)
+            # torch._int_mm: int8 x int8 -> int32; it has no uint8 A form
             if case.dtype != "s8s8":
                 raise Unsupported("torch._int_mm multiplies int8 by int8 only")
             int_mm = self.torch._int_mm
