@@ -52,5 +52,23 @@ for sym in syms:
     assert best, f"{sym}: no k loop with the tile's 24 FMAs found"
     print(f"NEON k loop {sym[-40:]}: {best[0]} instructions, {best[1]} fmla, {best[2]} stack accesses")
     assert best[2] == 0, "the NEON tile spills accumulators in its k loop"
+# The int8 tile (8 x 8 int32, smlal) likewise: its 16 accumulators stay in registers.
+syms = [l.split()[-1] for l in subprocess.run(["aarch64-linux-gnu-nm", obj], capture_output=True,
+        text=True, check=True).stdout.splitlines() if re.search(r"ukernel_i8.*NeonI8ELi8ELi2E", l)]
+assert len(syms) == 1, f"expected the full (8-row, 2-vector) NEON int8 tile, found {syms}"
+asm = subprocess.run(["aarch64-linux-gnu-objdump", "-d", "--no-show-raw-insn", f"--disassemble={syms[0]}", obj],
+                     capture_output=True, text=True, check=True).stdout
+ins = [(int(m[1], 16), m[2], m[3]) for m in re.finditer(r"^\s+([0-9a-f]+):\s+(\S+)\s*(.*)$", asm, re.M)]
+loops = []
+for addr, op, arg in ins:
+    t = re.match(r"([0-9a-f]+) <", arg)
+    if op.startswith("b") and t and int(t[1], 16) < addr:
+        body = [x for x in ins if int(t[1], 16) <= x[0] <= addr]
+        if sum(x[1] == "smlal" for x in body) >= 16:
+            loops.append((len(body), sum(x[1] == "smlal" for x in body), sum("[sp" in x[2] for x in body)))
+assert loops, "int8: no k loop with the tile's 16 smlal found"
+best = min(loops)
+print(f"NEON int8 k loop: {best[0]} instructions, {best[1]} smlal, {best[2]} stack accesses")
+assert best[2] == 0, "the NEON int8 tile spills accumulators in its k loop"
 PY
 echo "cross_aarch64.sh: OK (neon chosen by default; neon and generic pass under qemu-aarch64)"

@@ -321,3 +321,18 @@ def test_switch_dot_group_times_np_dot_on_and_off(monkeypatch):
     for name in ("torch", "blis"):
         if name in res.libs:
             assert "switch" in res.libs[name].error
+
+
+def test_int8_group_beside_float32():
+    cases = suite.full_suite("u8s8,s8s8")
+    assert {c.group for c in cases} == {"int8"}
+    assert {(c.m, c.dtype) for c in cases} == {(s, dt) for s in (512, 2048) for dt in ("u8s8", "s8s8", "float32")}
+    assert not any(c.group == "int8" for c in suite.full_suite())  # only when asked for
+    for dt, adt in (("u8s8", np.uint8), ("s8s8", np.int8)):
+        case = suite.Case("int8", 5, 7, 9, dt)
+        a, b = suite.operands(case, np.random.default_rng(0))
+        assert a.dtype == adt and b.dtype == np.int8 and a.shape == (5, 9) and b.shape == (9, 7)
+        c = fastgemm.gemm(a, b)
+        assert bm.check_result(case, a, b, c, np.random.default_rng(1))["ok"]
+        c[0, 0] += 1
+        assert not bm.check_result(case, a, b, c, np.random.default_rng(1))["ok"]

@@ -108,4 +108,5 @@ PYBIND11_MODULE(_core, m) {
     register_lowp(m);
     register_numpy_dot(m);
     register_packed(m);
+    register_int8(m);
 }

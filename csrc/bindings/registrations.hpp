@@ -9,3 +9,4 @@ void register_ufunc_loops(pybind11::module_& m);
 void register_lowp(pybind11::module_& m);
 void register_numpy_dot(pybind11::module_& m);
 void register_packed(pybind11::module_& m);
+void register_int8(pybind11::module_& m);

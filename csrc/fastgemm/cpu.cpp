@@ -37,6 +37,8 @@ CpuFeatures detect() {
     if (dq) f.names.push_back("avx512dq");
     if (bw) f.names.push_back("avx512bw");
     if (vl) f.names.push_back("avx512vl");
+    const bool vnni = c & (1u << 11);
+    if (vnni) f.names.push_back("avx512_vnni");
     unsigned a1, b1, c1, d1;
     const bool bf16 = __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1) && (a1 & (1u << 5));
     if (bf16) f.names.push_back("avx512_bf16");
@@ -47,6 +49,7 @@ CpuFeatures detect() {
     f.avx2 = avx && avx2 && fma && f16c && os_ymm;
     f.avx512 = f.avx2 && f512 && dq && bw && vl && os_zmm;
     f.avx512_bf16 = f.avx512 && bf16;
+    f.avx512_vnni = f.avx512 && vnni;
     if (!os_ymm) f.names.push_back("os-no-ymm");
     else if (f512 && !os_zmm) f.names.push_back("os-no-zmm");
     return f;
@@ -73,6 +76,7 @@ bool runs_anywhere(const CpuFeatures&) { return true; }
 bool runs_avx2(const CpuFeatures& f) { return f.avx2; }
 bool runs_avx512(const CpuFeatures& f) { return f.avx512; }
 bool runs_avx512_bf16(const CpuFeatures& f) { return f.avx512_bf16; }
+bool runs_avx512_vnni(const CpuFeatures& f) { return f.avx512_vnni; }
 bool runs_neon(const CpuFeatures& f) { return f.neon; }
 
 }  // namespace fastgemm

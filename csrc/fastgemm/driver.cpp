@@ -11,23 +11,7 @@
 namespace fastgemm {
 namespace {
 
-int64_t align64(int64_t bytes) { return round_up(bytes, 64); }
-
 constexpr int kMaxTile = kMaxMR * 64;  // largest MR x NR of any kernel
-
-// How `threads` threads split one macro-kernel: tm groups along M (each its own A blocks),
-// tn along the NR slivers of the shared B panel. Split M while every group still gets a few
-// MR slivers (balanced to within ~25%), N for the rest.
-struct Grid {
-    int tm, tn;
-};
-
-Grid make_grid(int threads, int64_t m, int mr) {
-    const int64_t slivers = ceil_div(m, mr);
-    int tm = threads;
-    while (tm > 1 && (threads % tm != 0 || slivers < 4 * int64_t(tm))) --tm;
-    return {tm, threads / tm};
-}
 
 // Elements of k one packed slot holds: 1, or 2 for bfloat16 pairs (PairKernels).
 template <typename T>
@@ -57,92 +41,59 @@ void bounce_tile(const Tab& uk, int64_t kc, T alpha, const T* ap, const T* bp, i
         }
 }
 
-// The five loops, A and B stored as S and packed into T by `pk`. direct_b (S == T only): full
-// slivers of B are read in place. Tab: a KernelTable<T>, or PairKernels, whose slots hold two
-// elements of k (a sliver then has ceil(kc / 2) slot steps, each k slice but the last even).
+// A floating-point product for five_loops: A and B stored as S and packed into T by `pk`.
+// direct_b (S == T only): full slivers of B are read in place. Tab: a KernelTable<T>, or
+// PairKernels, whose slots hold two elements of k (a sliver then has ceil(kc / 2) slot steps).
+// C with unit column stride is written by the microkernel directly; any other C goes through a
+// register-tile bounce buffer. The first k slice applies beta, later ones accumulate; the last
+// runs the epilogue on each tile while it is in L1.
+template <typename S, typename T, typename Tab>
+struct FloatProduct {
+    const Tab& uk;
+    Packers<S, T> pk;
+    bool direct_b;
+    T alpha, beta;
+    View<const S> a, b;
+    View<T> c;
+    const Epilogue<T>& ep;
+    int mr = uk.mr, nr = uk.nr;
+    int64_t k_align = k_per_slot(uk);  // k slices of whole slots
+
+    int64_t a_sliver(int64_t kc) const { return mr * ceil_div(kc, k_align) * int64_t(sizeof(T)); }
+    int64_t b_sliver(int64_t kc) const { return nr * ceil_div(kc, k_align) * int64_t(sizeof(T)); }
+    int64_t in_place(int64_t nc) const { return direct_b ? nc / nr : 0; }
+    void pack_b(int64_t jc, int64_t nc, int64_t pc, int64_t kc, char* bp, int64_t s0, int64_t s1) const {
+        pk.pack_b(kc, nc, b.data + pc * b.rs + jc * b.cs, b.rs, b.cs, reinterpret_cast<T*>(bp), s0, s1);
+    }
+    void pack_a(int64_t ic, int64_t mc, int64_t pc, int64_t kc, char* ap) const {
+        pk.pack_a(mc, kc, a.data + ic * a.rs + pc * a.cs, a.rs, a.cs, reinterpret_cast<T*>(ap));
+    }
+    void tile(const char* ap, const char* bp, bool direct, int64_t i, int64_t j, int m, int n, int64_t pc,
+              int64_t kc) const {
+        const T beta_pc = pc == 0 ? beta : T(1);
+        const int64_t ks = ceil_div(kc, k_align);  // slot steps of this slice's slivers
+        const T* bs = reinterpret_cast<const T*>(bp);
+        if constexpr (std::is_same_v<S, T>)
+            if (direct) bs = b.data + pc * b.rs + j;
+        const int64_t ldb = direct ? b.rs : nr;
+        const T* as = reinterpret_cast<const T*>(ap);
+        T* cij = c.data + i * c.rs + j * c.cs;
+        const bool last = pc + kc == a.cols && ep.active();
+        const Epilogue<T> tile_ep = last ? ep.from_column(j) : Epilogue<T>{};
+        if (c.cs == 1) {
+            uk.tiles[m].by_nv[(n + uk.lanes - 1) / uk.lanes](ks, alpha, as, mr, bs, ldb, beta_pc, cij, c.rs, n);
+            if (last) uk.epilogue(m, n, cij, c.rs, tile_ep.bias, tile_ep.act);
+        } else {
+            bounce_tile(uk, ks, alpha, as, bs, ldb, beta_pc, cij, c.rs, c.cs, m, n, last ? &tile_ep : nullptr);
+        }
+    }
+};
+
 template <typename S, typename T, typename Tab>
 void blocked(const Tab& uk, Packers<S, T> pk, const Blocking& bs, int threads, bool direct_b, T alpha, View<const S> a,
              View<const S> b, T beta, View<T> c, const Epilogue<T>& ep) {
-    const int MR = uk.mr, NR = uk.nr;
-    const int64_t G = k_per_slot(uk);
-    const int64_t m = c.rows, n = c.cols, k = a.cols;
-    // A thread without an MR x NR tile of C would only wait at the barriers.
-    threads = int(std::min<int64_t>(threads, ceil_div(m, MR) * ceil_div(n, NR)));
-
-    // Even splits: no thin tail block in k, n or m.
-    const int64_t kc_max = round_up(ceil_div(k, ceil_div(k, bs.kc)), G);
-    const int64_t nc_max = round_up(ceil_div(n, ceil_div(n, bs.nc)), NR);
-    const Grid grid = make_grid(threads, m, MR);
-    const int64_t m_slivers = ceil_div(m, MR);
-    // Largest A block any thread packs (each thread cuts its rows into blocks in `work`).
-    const int64_t mc_max = std::min(bs.mc, m_slivers * MR);
-
-    const int64_t b_bytes = align64(kc_max / G * nc_max * int64_t(sizeof(T)));
-    const int64_t a_bytes = align64(kc_max / G * mc_max * int64_t(sizeof(T)));
-    char* scratch = static_cast<char*>(thread_scratch(size_t(b_bytes + a_bytes * threads)));
-    T* bp = reinterpret_cast<T*>(scratch);
-    const bool unit_cs = c.cs == 1;
-
-    // One thread's share of the five loops; `team` threads run it together.
-    auto work = [&](int tid, int team) {
-        // The runtime may give fewer threads than asked: re-derive the grid from the team.
-        const Grid g = team == threads ? grid : make_grid(team, m, MR);
-        const int gm = tid / g.tn, gn = tid % g.tn;
-        // This thread's rows: an equal share of MR slivers, cut into equal blocks of at most
-        // MC (dealt round-robin, MC blocks left one thread a short block behind).
-        const int64_t r0 = std::min(m, m_slivers * gm / g.tm * MR);
-        const int64_t r1 = std::min(m, m_slivers * (gm + 1) / g.tm * MR);
-        const int64_t mc_t = r1 > r0 ? round_up(ceil_div(r1 - r0, ceil_div(r1 - r0, mc_max)), MR) : MR;
-        T* ap = reinterpret_cast<T*>(scratch + b_bytes + a_bytes * tid);
-
-        for (int64_t jc = 0; jc < n; jc += nc_max) {
-            const int64_t nc = std::min(nc_max, n - jc);
-            const int64_t slivers = ceil_div(nc, NR);
-            const int64_t in_place = direct_b ? nc / NR : 0;  // slivers read from B itself
-            const int64_t packed = slivers - in_place;
-            for (int64_t pc = 0; pc < k; pc += kc_max) {
-                const int64_t kc = std::min(kc_max, k - pc);
-                const int64_t ks = ceil_div(kc, G);  // slot steps of this slice's slivers
-                const T beta_pc = pc == 0 ? beta : T(1);
-                const Epilogue<T>* ep_pc = pc + kc == k && ep.active() ? &ep : nullptr;  // last k block
-                const S* b_pc = b.data + pc * b.rs + jc * b.cs;
-                pk.pack_b(kc, nc, b_pc, b.rs, b.cs, bp, in_place + packed * tid / team,
-                          in_place + packed * (tid + 1) / team);
-                if (team > 1) team_barrier();
-                const int64_t s_lo = slivers * gn / g.tn, s_hi = slivers * (gn + 1) / g.tn;
-                for (int64_t ic = r0; ic < r1; ic += mc_t) {
-                    const int64_t mc = std::min(mc_t, r1 - ic);
-                    pk.pack_a(mc, kc, a.data + ic * a.rs + pc * a.cs, a.rs, a.cs, ap);
-                    for (int64_t s = s_lo; s < s_hi; ++s) {
-                        const int64_t jr = s * NR;
-                        const int nr = int(std::min<int64_t>(NR, nc - jr));
-                        const bool b_direct = s < in_place;
-                        const T* bs_ = bp + jr * ks;
-                        if constexpr (std::is_same_v<S, T>)
-                            if (b_direct) bs_ = b_pc + jr;
-                        const int64_t ldb = b_direct ? b.rs : NR;
-                        const int nv = (nr + uk.lanes - 1) / uk.lanes;  // vectors this sliver needs
-                        for (int64_t ir = 0; ir < mc; ir += MR) {
-                            const int mr = int(std::min<int64_t>(MR, mc - ir));
-                            T* cij = c.data + (ic + ir) * c.rs + (jc + jr) * c.cs;
-                            const Epilogue<T> tile_ep = ep_pc ? ep_pc->from_column(jc + jr) : Epilogue<T>{};
-                            if (unit_cs) {
-                                uk.tiles[mr].by_nv[nv](ks, alpha, ap + ir * ks, MR, bs_, ldb, beta_pc, cij, c.rs, nr);
-                                if (ep_pc) uk.epilogue(mr, nr, cij, c.rs, tile_ep.bias, tile_ep.act);
-                            } else {
-                                bounce_tile(uk, ks, alpha, ap + ir * ks, bs_, ldb, beta_pc, cij, c.rs, c.cs, mr, nr,
-                                            ep_pc ? &tile_ep : nullptr);
-                            }
-                        }
-                    }
-                }
-                // The B panel is repacked next round: everyone must be done reading it.
-                if (team > 1) team_barrier();
-            }
-        }
-    };
-
-    run_team(threads, work);
+    five_loops(FloatProduct<S, T, Tab>{uk, pk, direct_b, alpha, beta, a, b, c, ep}, bs, threads, c.rows, c.cols,
+               a.cols);
 }
 
 }  // namespace
@@ -191,7 +142,7 @@ void run_blocked_prepacked(const KernelTable<T>& uk, int64_t mc, int threads, T 
     const Grid grid = grid_for(threads);
     const int64_t m_slivers = ceil_div(m, MR);
     const int64_t mc_max = std::min(mc, m_slivers * MR);
-    const int64_t a_bytes = align64(b.kc() * mc_max * int64_t(sizeof(T)));
+    const int64_t a_bytes = round_up(b.kc() * mc_max * int64_t(sizeof(T)), 64);
     char* scratch = static_cast<char*>(thread_scratch(size_t(a_bytes * threads)));
     const bool unit_cs = c.cs == 1;
 

@@ -1,9 +1,14 @@
 // The five loops around the microkernel.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
+
 #include "blocking.hpp"
 #include "epilogue.hpp"
 #include "kernel.hpp"
+#include "scratch.hpp"
+#include "threading.hpp"
 #include "view.hpp"
 
 namespace fastgemm {
@@ -46,5 +51,93 @@ class PackedB;
 template <typename T>
 void run_blocked_prepacked(const KernelTable<T>& uk, int64_t mc, int threads, T alpha, View<const T> a,
                            const PackedB<T>& b, T beta, View<T> c, const Epilogue<T>& ep = {});
+
+// How `threads` threads split one macro-kernel: tm groups along M (each its own A blocks),
+// tn along the NR slivers of the shared B panel. Split M while every group still gets a few
+// MR slivers (balanced to within ~25%), N for the rest.
+struct Grid {
+    int tm, tn;
+};
+
+inline Grid make_grid(int threads, int64_t m, int mr) {
+    const int64_t slivers = ceil_div(m, mr);
+    int tm = threads;
+    while (tm > 1 && (threads % tm != 0 || slivers < 4 * int64_t(tm))) --tm;
+    return {tm, threads / tm};
+}
+
+// The five loops around the microkernel for any kind of packed product P (floating point in
+// driver.cpp, int8 in gemm_int8.cpp), m, n, k >= 1. P provides:
+//   mr, nr                    its register tile;
+//   k_align                   k slices (all but the last) are multiples of it;
+//   a_sliver(kc), b_sliver(kc)  bytes of one packed A / B sliver kc deep;
+//   in_place(nc)              how many leading NR slivers of an nc-wide panel tile() reads from B itself;
+//   pack_b(jc, nc, pc, kc, bp, s0, s1)  slivers [s0, s1) of B's kc x nc panel at (pc, jc) into bp;
+//   pack_a(ic, mc, pc, kc, ap)  A's mc x kc block at (ic, pc) into ap;
+//   tile(ap, bp, in_place, i, j, mr, nr, pc, kc)  the mr x nr tile of C at (i, j) for the k slice
+//     [pc, pc + kc) from a packed A sliver and a packed (or in-place) B sliver.
+// Never splits k, so the result is bitwise the same for any thread count.
+template <typename P>
+void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t n, int64_t k) {
+    const int MR = p.mr, NR = p.nr;
+    // A thread without an MR x NR tile of C would only wait at the barriers.
+    threads = int(std::min<int64_t>(threads, ceil_div(m, MR) * ceil_div(n, NR)));
+
+    // Even splits: no thin tail block in k, n or m.
+    const int64_t kc_max = round_up(ceil_div(k, ceil_div(k, bs.kc)), p.k_align);
+    const int64_t nc_max = round_up(ceil_div(n, ceil_div(n, bs.nc)), NR);
+    const Grid grid = make_grid(threads, m, MR);
+    const int64_t m_slivers = ceil_div(m, MR);
+    // Largest A block any thread packs (each thread cuts its rows into blocks in `work`).
+    const int64_t mc_max = std::min(bs.mc, m_slivers * MR);
+
+    const int64_t b_bytes = round_up(nc_max / NR * p.b_sliver(kc_max), 64);
+    const int64_t a_bytes = round_up(ceil_div(mc_max, MR) * p.a_sliver(kc_max), 64);
+    char* scratch = static_cast<char*>(thread_scratch(size_t(b_bytes + a_bytes * threads)));
+    char* bp = scratch;
+
+    // One thread's share of the five loops; `team` threads run it together.
+    auto work = [&](int tid, int team) {
+        // The runtime may give fewer threads than asked: re-derive the grid from the team.
+        const Grid g = team == threads ? grid : make_grid(team, m, MR);
+        const int gm = tid / g.tn, gn = tid % g.tn;
+        // This thread's rows: an equal share of MR slivers, cut into equal blocks of at most
+        // MC (dealt round-robin, MC blocks left one thread a short block behind).
+        const int64_t r0 = std::min(m, m_slivers * gm / g.tm * MR);
+        const int64_t r1 = std::min(m, m_slivers * (gm + 1) / g.tm * MR);
+        const int64_t mc_t = r1 > r0 ? round_up(ceil_div(r1 - r0, ceil_div(r1 - r0, mc_max)), MR) : MR;
+        char* ap = scratch + b_bytes + a_bytes * tid;
+
+        for (int64_t jc = 0; jc < n; jc += nc_max) {
+            const int64_t nc = std::min(nc_max, n - jc);
+            const int64_t slivers = ceil_div(nc, NR);
+            const int64_t in_place = p.in_place(nc);  // slivers read from B itself
+            const int64_t packed = slivers - in_place;
+            for (int64_t pc = 0; pc < k; pc += kc_max) {
+                const int64_t kc = std::min(kc_max, k - pc);
+                const int64_t a_sl = p.a_sliver(kc), b_sl = p.b_sliver(kc);
+                p.pack_b(jc, nc, pc, kc, bp, in_place + packed * tid / team, in_place + packed * (tid + 1) / team);
+                if (team > 1) team_barrier();
+                const int64_t s_lo = slivers * gn / g.tn, s_hi = slivers * (gn + 1) / g.tn;
+                for (int64_t ic = r0; ic < r1; ic += mc_t) {
+                    const int64_t mc = std::min(mc_t, r1 - ic);
+                    p.pack_a(ic, mc, pc, kc, ap);
+                    for (int64_t s = s_lo; s < s_hi; ++s) {
+                        const int64_t jr = s * NR;
+                        const int nr = int(std::min<int64_t>(NR, nc - jr));
+                        for (int64_t ir = 0; ir < mc; ir += MR) {
+                            const int mr = int(std::min<int64_t>(MR, mc - ir));
+                            p.tile(ap + ir / MR * a_sl, bp + s * b_sl, s < in_place, ic + ir, jc + jr, mr, nr, pc, kc);
+                        }
+                    }
+                }
+                // The B panel is repacked next round: everyone must be done reading it.
+                if (team > 1) team_barrier();
+            }
+        }
+    };
+
+    run_team(threads, work);
+}
 
 }  // namespace fastgemm

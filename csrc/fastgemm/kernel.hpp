@@ -141,6 +141,60 @@ struct LowpKernels {
     const PairKernels* bf16_pairs;
 };
 
+// int8 products (A uint8 or int8, B int8): int32 accumulators, exact, wrapping modulo 2^32
+// like every int32 sum in C++'s unsigned arithmetic and NumPy's int32 matmul (never saturating).
+// A and B are packed in k-groups of `kgroup` (the depth one multiply instruction reduces: 2 for
+// vpmaddwd, 4 for vpdpbusd, 1 for scalar or widening multiplies), zero-padded to a whole group.
+// See docs/DESIGN.md, "int8 products".
+//
+// One register tile: acc = the kc-deep product of a packed A sliver (MR rows) and a packed B
+// sliver (NR columns, followed by the sliver's column corrections when the table has them).
+// C is row-major with row stride ldc, n <= NR columns written, the rest masked. Then:
+//   scale == nullptr: C is int32; C = acc, or C += acc when `add` (C holds the sum of earlier
+//     k slices, or the caller's C to accumulate into).
+//   scale != nullptr: C is float32, this is the last k slice: C = float(acc + (add ? the int32
+//     partial sum held in C's memory : 0)) * scale[j * scale_inc] (scale_inc 0: one scale).
+using Int8UkernelFn = void (*)(int64_t kc, const void* a, const void* b, void* c, int64_t ldc, int n, bool add,
+                               const float* scale, int64_t scale_inc);
+
+struct Int8TileRow {
+    Int8UkernelFn by_nv[kMaxNV + 1];
+};
+
+// Bytes from one packed int8 B sliver to the next: round_up(kc, kgroup) x `width` elements of
+// `size` bytes, then `width` int32 corrections when `sums`, padded to a 64-byte line.
+constexpr int64_t int8_b_sliver_bytes(int64_t kc, int kgroup, int width, int size, bool sums) {
+    return ((kc + kgroup - 1) / kgroup * kgroup * width * size + (sums ? width * 4 : 0) + 63) / 64 * 64;
+}
+
+// Every int8 kernel for one type of A (uint8_t or int8_t) and one register tile shape.
+template <typename A>
+struct Int8Table {
+    int mr;
+    int nr;
+    int lanes;    // int32 accumulators per vector register
+    int kgroup;   // k values one multiply instruction reduces; packed slivers hold whole groups
+    int a_size;   // bytes of one packed A element (a k value of one row)
+    int b_size;   // bytes of one packed B element
+    bool b_sums;  // each packed B sliver is followed by NR int32 corrections (-128 x its column sums)
+    Int8TileRow tiles[kMaxMR + 1];
+    // An mc x kc block of A into ceil(mc/MR) slivers of MR x round_up(kc, kgroup), zero-padded.
+    void (*pack_a)(int64_t mc, int64_t kc, const A* a, int64_t rsa, int64_t csa, void* ap);
+    // Slivers [s0, s1) of a kc x nc block of B, each round_up(kc, kgroup) x NR (then its
+    // corrections when b_sums), zero-padded; a sliver starts every int8_b_sliver_bytes(kc) bytes.
+    void (*pack_b)(int64_t kc, int64_t nc, const int8_t* b, int64_t rsb, int64_t csb, void* bp, int64_t s0, int64_t s1);
+};
+
+struct Int8Kernels {
+    Int8Table<uint8_t> u8;
+    Int8Table<int8_t> s8;
+    // Faster int8 kernels of an instruction-set extension this set's flags do not assume (compiled
+    // in their own file, e.g. AVX512_VNNI), used instead when better_can_run says the CPU has it.
+    const Int8Kernels* better;
+    bool (*better_can_run)(const CpuFeatures&);
+    const char* isa;  // what the int8 kernels use, for info()
+};
+
 struct KernelSet {
     const char* name;  // what FASTGEMM_KERNEL / set_kernel accept
     const char* isa;   // human-readable instruction set
@@ -156,6 +210,8 @@ struct KernelSet {
     KernelTable<double> f64_skinny;
     // bfloat16 / float16 inputs, converted to float32 for the f32 main tile.
     LowpKernels lowp;
+    // uint8 / int8 x int8 products, exact int32 accumulation.
+    Int8Kernels int8;
 };
 
 // One per kernel file; which ones exist depends on the target architecture. Constant-initialised
@@ -166,6 +222,8 @@ extern const KernelSet avx2_kernels;
 extern const KernelSet avx512_kernels;
 extern const KernelSet avx512bf16_kernels;  // avx512's set with bf16_pairs (vdpbf16ps)
 extern const PairKernels avx512bf16_pair_kernels;
+// The AVX512_VNNI int8 kernels (vpdpbusd), the avx512 set's `int8.better`.
+extern const Int8Kernels avx512_vnni_int8;
 #elif defined(__aarch64__)
 extern const KernelSet neon_kernels;
 #endif

@@ -4,7 +4,7 @@
 // or writes outside its arrays: A and B live in allocations of exactly their extent, C once in
 // an exact allocation (the sanitizer catches any stray access) and once between sentinel-filled
 // guards (a stray write changes a sentinel). Portable: no ISA-specific code, kernels come from
-// runnable_kernels(), so it also runs on aarch64 under qemu.
+// runnable_kernels(), so it also runs on aarch64 under qemu. The 2-byte and int8 entries too.
 #include <algorithm>
 #include <cfenv>
 #include <cmath>
@@ -24,6 +24,7 @@
 #include "../fastgemm/dispatch.hpp"
 #include "../fastgemm/driver.hpp"
 #include "../fastgemm/gemm.hpp"
+#include "../fastgemm/gemm_int8.hpp"
 #include "../fastgemm/gemm_lowp.hpp"
 #include "../fastgemm/packed.hpp"
 #include "../fastgemm/scratch.hpp"
@@ -785,6 +786,87 @@ void packed_b(const fastgemm::KernelSet& ks) {
     });
 }
 
+// int8 products (gemm_int8, gemm_int8_scaled): A uint8 or int8, B int8, against an int64 sum
+// wrapped to int32, and its float32 rounding times the scale; C exact-sized and between guards.
+template <typename A>
+void run_int8_case(const char* kernel, int64_t m, int64_t n, int64_t k, Layout la, Layout lb, Layout lc,
+                   bool accumulate, bool scaled, bool extremes) {
+    Placed<A> a(m, k, la, 0, A(0));
+    Placed<int8_t> b(k, n, lb, 0, 0);
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t p = 0; p < k; ++p)
+            a.at(i, p) = extremes ? std::numeric_limits<A>::min() == 0 ? A(255) : A(-128)
+                                  : A(uniform() * 128.0 + (std::numeric_limits<A>::min() == 0 ? 128.0 : 0.0));
+    for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < n; ++j) b.at(p, j) = extremes ? int8_t(-128) : int8_t(uniform() * 128.0);
+    std::vector<float> scale(size_t(n > 0 ? n : 1));
+    for (float& x : scale) x = float(uniform());
+    std::vector<int32_t> c0(size_t(m * n));
+    for (int32_t& x : c0) x = int32_t(uniform() * 2e9);
+    for (int64_t guard : {int64_t(64), int64_t(0)}) {
+        char what[256];
+        std::snprintf(what, sizeof what, "%s int8 %s m=%lld n=%lld k=%lld A=%s B=%s C=%s%s%s%s", kernel,
+                      std::numeric_limits<A>::min() == 0 ? "u8" : "s8", (long long)m, (long long)n, (long long)k,
+                      kLayoutName[la], kLayoutName[lb], kLayoutName[lc], guard ? "+guards" : "",
+                      accumulate ? " accumulate" : "", scaled ? " scaled" : "");
+        Placed<int32_t> c(m, n, lc, guard, int32_t(0x5a5a5a5a));
+        Placed<float> cf(m, n, lc, guard, -12345.0f);
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) c.at(i, j) = c0[size_t(i * n + j)];
+        try {
+            if (scaled) fastgemm::gemm_int8_scaled<A>(a.cview(), b.cview(), scale.data(), 1, cf.view());
+            else fastgemm::gemm_int8<A>(a.cview(), b.cview(), accumulate, c.view());
+        } catch (const std::exception& e) {
+            report(false, std::string(what) + ": threw " + e.what());
+            continue;
+        }
+        bool ok = true;
+        for (int64_t i = 0; i < m && ok; ++i)
+            for (int64_t j = 0; j < n && ok; ++j) {
+                int64_t sum = accumulate ? c0[size_t(i * n + j)] : 0;
+                for (int64_t p = 0; p < k; ++p) sum += int64_t(a.at(i, p)) * int64_t(b.at(p, j));
+                const auto want = int32_t(uint32_t(uint64_t(sum)));  // modulo 2^32
+                ok = scaled ? cf.at(i, j) == float(want) * scale[size_t(j)] : c.at(i, j) == want;
+                if (!ok)
+                    std::snprintf(what + std::strlen(what), sizeof what - std::strlen(what), ": C[%lld,%lld] wrong",
+                                  (long long)i, (long long)j);
+            }
+        report(ok, what);
+        report(scaled ? cf.outside_untouched(-12345.0f) : c.outside_untouched(int32_t(0x5a5a5a5a)),
+               std::string(what) + ": wrote outside C");
+    }
+}
+
+template <typename A>
+void run_int8(const fastgemm::KernelSet& ks) {
+    const fastgemm::Int8Kernels& ik = fastgemm::int8_kernels(ks);
+    const fastgemm::Blocking bs = fastgemm::int8_blocking(ik);
+    const int64_t mr = ik.u8.mr, nr = ik.u8.nr, kc = bs.kc;
+    std::vector<std::vector<int64_t>> shapes = {{0, 0, 0}, {0, 5, 3}, {5, 0, 3}, {5, 3, 0},    {1, 1, 1},
+                                                {1, 7, 1}, {7, 1, 1}, {1, 1, 9}, {13, 17, 19}, {3, 2, 509}};
+    for (int64_t d : {-1, 0, 1}) {
+        shapes.push_back({mr + d, nr + 1, 7});
+        shapes.push_back({2 * mr + d, 2 * nr - 1, 3});
+        shapes.push_back({mr + 1, nr + d, 5});
+        shapes.push_back({mr - 1, nr + 1, kc + d});
+    }
+    shapes.push_back({bs.mc + 1, nr + 1, kc + 1});
+    int idx = 0;
+    for (const auto& s : shapes) {
+        if (s[0] < 0 || s[1] < 0 || s[2] < 0) continue;
+        for (int mode = 0; mode < 3; ++mode, ++idx)
+            run_int8_case<A>(ks.name, s[0], s[1], s[2], Layout(idx % kLayouts), Layout((idx / 4) % kLayouts),
+                             Layout((idx / 2 + 1) % kLayouts), mode == 1, mode == 2, false);
+    }
+    for (int lc = 0; lc < kLayouts; ++lc)
+        for (int mode = 0; mode < 3; ++mode)
+            run_int8_case<A>(ks.name, mr + 1, nr - 1, kc + 3, kRowMajor, kColMajor, Layout(lc), mode == 1, mode == 2,
+                             false);
+    // Past the int32 range (u8: K > 65793, s8: K > 131071): wraps modulo 2^32, never saturates.
+    const int64_t k_wrap = std::numeric_limits<A>::min() == 0 ? 65794 : 131072;
+    run_int8_case<A>(ks.name, 2, 3, k_wrap, kRowMajor, kRowMajor, kRowMajor, false, false, true);
+}
+
 }  // namespace
 
 // run_blocked_pairs (the five loops over bfloat16 pair slivers: ceil(kc / 2) slot steps, k
@@ -958,6 +1040,8 @@ int main() {
         lowp_narrow(*ks);
         lowp_batched<fastgemm::bfloat16_t>(*ks);
         lowp_batched<fastgemm::float16_t>(*ks);
+        run_int8<uint8_t>(*ks);
+        run_int8<int8_t>(*ks);
         std::printf("kernel %-8s %s\n", ks->name, failed == f0 ? "ok" : "FAILED");
     }
     fastgemm::set_kernels(before);

@@ -148,3 +148,21 @@ def sgemm_packed(
 def dgemm_packed(
     a: _Array, b: PackedF64, c: _Array, alpha: float, beta: float, bias: _Array | None = None, activation: int = 0
 ) -> None: ...
+
+# int8.cpp: uint8 / int8 a times int8 b. gemm_int8: int32 c = a @ b (c += a @ b when accumulate);
+# gemm_int8_scaled: float32 c = scale * (a @ b), scale a contiguous float32 array of 1 or n values.
+# int8_info: the int8 kernels kernel set `name` runs on this CPU, their tile and blocking.
+class _Int8Info(TypedDict):
+    isa: str
+    mr: int
+    nr: int
+    kgroup: int
+    mc: int
+    kc: int
+    nc: int
+
+def gemm_int8(a: _Array, b: _Array, c: _Array, accumulate: bool) -> None: ...
+def gemm_int8_scaled(
+    a: _Array, b: _Array, scale: _Array, c: _Array, bias: _Array | None = None, activation: int = 0
+) -> None: ...
+def int8_info(name: str) -> _Int8Info: ...

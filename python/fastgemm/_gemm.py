@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _core, _epilogue, _lowp, _packed
+from . import _core, _epilogue, _int8, _lowp, _packed
 from ._layout import native_ok, new_or_given_c, readable_beside
 
 _F32 = np.dtype(np.float32)
@@ -173,6 +173,7 @@ def gemm(
     trans_b: Trans = False,
     bias: npt.NDArray[np.floating[Any]] | None = None,
     activation: _epilogue.Activation | None = None,
+    scale: float | npt.NDArray[np.float32] | None = None,
 ) -> npt.NDArray[Any]:
     """:func:`sgemm` or :func:`dgemm` by the dtype of ``a`` (float32 or float64).
 
@@ -191,14 +192,33 @@ def gemm(
     shgemm semantics, the inputs widened exactly to float32, float32 accumulation and a
     float32 C; ``c`` may be float32 or the inputs' type (computed in float32, rounded once to
     nearest even). Mixed bfloat16 / float16 operands raise TypeError.
+
+    With uint8 or int8 ``a`` and int8 ``b``: an exact int32 C (``beta=1`` adds to an int32 ``c``;
+    ``alpha`` must be 1), or with ``scale`` (a real number, or a float32 vector of one value per
+    column of C) a float32 C = scale * (op(A) @ op(B)). Past K = 65793 (uint8 a) or 131071 (int8 a)
+    the int32 sums wrap around modulo 2^32, as NumPy's int32 matmul does. Other integer operands
+    raise TypeError.
     """
     fused = bias is not None or activation is not None
-    r = NotImplemented if fused else _core.gemm_call(a, b, c, alpha, beta, trans_a, trans_b)
+    r = NotImplemented if fused or scale is not None else _core.gemm_call(a, b, c, alpha, beta, trans_a, trans_b)
     if r is not NotImplemented:
         return r
     if isinstance(b, _packed.PackedMatrix):
         return _packed.gemm("gemm", b.dtype, a, b, c, alpha, beta, trans_a, trans_b, bias, activation)
     dt = a.dtype if isinstance(a, np.ndarray) else np.asarray(a).dtype
+    if _int8.wants_int8(dt, b, scale):
+        return _int8.gemm(
+            a,
+            b,
+            c,
+            _scalar(alpha, "alpha", "gemm"),
+            _scalar(beta, "beta", "gemm"),
+            _trans(trans_a, "trans_a", "gemm"),
+            _trans(trans_b, "trans_b", "gemm"),
+            scale,
+            bias,
+            activation,
+        )
     dt = dt.newbyteorder("=")  # a byte-swapped float32 gets sgemm's byte-order message
     if dt == np.float32:
         if fused:

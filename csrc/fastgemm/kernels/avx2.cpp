@@ -5,6 +5,9 @@
 // skinny tables are the main ones (see the Tuning below).
 #include <immintrin.h>
 
+#include <cstring>
+
+#include "int8.hpp"
 #include "table.hpp"
 
 namespace fastgemm {
@@ -109,19 +112,49 @@ struct Avx2Narrow {
     }
 };
 
+// int8: both operands widened to int16 while packing (A by sign or zero extension), a k pair of
+// row i broadcast as one 32-bit word, and vpmaddwd: 16 exact int16 products summed in pairs into
+// 8 int32 lanes (|pair| <= 2 x 255 x 128, far from vpmaddwd's one saturating case, -32768^2 x 2).
+// Never vpmaddubsw, whose int16 pair sums saturate. An int8 A needs no +128 correction.
+struct Avx2I8 {
+    using F = Avx2F32;
+    using reg = __m256i;
+    using areg = __m256i;
+    using breg = __m256i;
+    using PA = int16_t;
+    using PB = int16_t;
+    static constexpr int W = 8, KG = 2;
+    static constexpr bool kSignedA = true;
+    static reg zero() { return _mm256_setzero_si256(); }
+    static areg bcast_a(const PA* p) {
+        int32_t pair;
+        std::memcpy(&pair, p, sizeof pair);
+        return _mm256_set1_epi32(pair);
+    }
+    static breg load_b(const PB* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+    static reg dot(reg acc, areg a, breg b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
+    static reg add(reg x, reg y) { return _mm256_add_epi32(x, y); }
+    static reg loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+    static void storeu(void* p, reg r) { _mm256_storeu_si256(static_cast<__m256i*>(p), r); }
+    static reg maskz_loadu(__m256i m, const void* p) { return _mm256_maskload_epi32(static_cast<const int*>(p), m); }
+    static void mask_storeu(void* p, __m256i m, reg r) { _mm256_maskstore_epi32(static_cast<int*>(p), m, r); }
+    static __m256 to_float(reg r) { return _mm256_cvtepi32_ps(r); }
+    static PA pa(uint8_t x) { return x; }
+    static PA pa(int8_t x) { return x; }
+    static PB pb(int8_t x) { return x; }
+};
+
 }  // namespace
 
 // Measured on Zen 3: the small-path cap ("Small products") and B never read in place (a wide B
 // read in place ran at half the packed speed; "B read in place"). Head columns only matter in
 // place; see docs/DESIGN.md, "Measured decisions".
-constexpr KernelSet avx2_kernels{"avx2",
-                                 "AVX2+FMA",
-                                 &runs_avx2,
-                                 Tuning{0, 0, int64_t(128) * 128 * 128, 16},
-                                 kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(),
-                                 kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
-                                 kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(),
-                                 kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
-                                 kernels::lowp_kernels<Avx2F32, Avx2Bf16, Avx2F16, Avx2Narrow, 6, 2>()};
+constexpr KernelSet avx2_kernels{
+    "avx2", "AVX2+FMA", &runs_avx2, Tuning{0, 0, int64_t(128) * 128 * 128, 16},
+    kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(), kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
+    kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(), kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
+    kernels::lowp_kernels<Avx2F32, Avx2Bf16, Avx2F16, Avx2Narrow, 6, 2>(),
+    // 4 x 16 int32: 8 accumulators (6 x 16 spilled); see docs/DESIGN.md, "int8 products".
+    kernels::int8_kernels<Avx2I8, 4, 2>("AVX2 vpmaddwd")};
 
 }  // namespace fastgemm

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include "avx512_traits.hpp"
+#include "int8.hpp"
 #include "table.hpp"
 
 namespace fastgemm {
@@ -105,6 +106,23 @@ struct Avx512Narrow {
     }
 };
 
+// int8 without VNNI (Skylake-SP/X): avx2.cpp's vpmaddwd scheme on zmm, operands widened to int16
+// while packing, exact. CPUs with AVX512_VNNI run avx512_vnni.cpp's vpdpbusd kernels instead.
+struct Avx512I8 : Avx512I32 {
+    using areg = __m512i;
+    using breg = __m512i;
+    using PA = int16_t;
+    using PB = int16_t;
+    static constexpr int KG = 2;
+    static constexpr bool kSignedA = true;
+    static areg bcast_a(const PA* p) { return bcast32(p); }
+    static breg load_b(const PB* p) { return _mm512_loadu_si512(p); }
+    static reg dot(reg acc, areg a, breg b) { return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b)); }
+    static PA pa(uint8_t x) { return x; }
+    static PA pa(int8_t x) { return x; }
+    static PB pb(int8_t x) { return x; }
+};
+
 template <typename V, int MR, int NV>
 constexpr KernelTable<typename V::T> table() {
     KernelTable<typename V::T> k = kernels::kernel_table<V, MR, NV>();
@@ -116,15 +134,12 @@ constexpr KernelTable<typename V::T> table() {
 
 // Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
 // docs/DESIGN.md, "Measured decisions".
-constexpr KernelSet avx512_kernels{"avx512",
-                                   "AVX-512 F/BW/VL/DQ",
-                                   &runs_avx512,
-                                   Tuning{256, 128, int64_t(512) * 512 * 512, 16},
-                                   table<Avx512F32, 14, 2>(),
-                                   table<Avx512F64, 6, 4>(),
-                                   table<Avx512F32, 16, 1>(),
-                                   table<Avx512F64, 16, 1>(),
-                                   kernels::lowp_kernels<Avx512F32, Avx512Bf16, Avx512F16, Avx512Narrow, 14, 2>()};
+constexpr KernelSet avx512_kernels{
+    "avx512", "AVX-512 F/BW/VL/DQ", &runs_avx512, Tuning{256, 128, int64_t(512) * 512 * 512, 16},
+    table<Avx512F32, 14, 2>(), table<Avx512F64, 6, 4>(), table<Avx512F32, 16, 1>(), table<Avx512F64, 16, 1>(),
+    kernels::lowp_kernels<Avx512F32, Avx512Bf16, Avx512F16, Avx512Narrow, 14, 2>(),
+    // 12 x 32 int32: 24 accumulators, 2 B vectors, a broadcast, a product.
+    kernels::int8_kernels<Avx512I8, 12, 2>("AVX-512BW vpmaddwd", &avx512_vnni_int8, &runs_avx512_vnni)};
 
 // avx512 with bfloat16 products on vdpbf16ps (avx512bf16.cpp) for CPUs with AVX512_BF16: the
 // same tables and thresholds otherwise, so `set_kernel("avx512")` still tests conversion in

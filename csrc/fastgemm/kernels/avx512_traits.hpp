@@ -1,9 +1,13 @@
-// The AVX-512 vector traits of float32 and float64, for the kernel files compiled with AVX-512
-// flags (avx512.cpp, avx512bf16.cpp). Included only from those files; the anonymous namespace
-// makes each file's copy a distinct type, so their template instantiations never share a symbol.
+// The AVX-512 vector traits the kernel files compiled with AVX-512 flags share: avx512.cpp
+// (F/BW/VL/DQ), avx512bf16.cpp and avx512_vnni.cpp (the same plus BF16 / VNNI). Types in an
+// anonymous namespace: each file that includes this gets its own, compiled with its own flags
+// (see table.hpp). Included only from those kernel files.
 #pragma once
 
 #include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
 
 namespace fastgemm {
 namespace {
@@ -71,6 +75,27 @@ struct Avx512F64 {
         const __m512i e = _mm512_castpd_si512(_mm512_add_pd(n, _mm512_set1_pd(6755399441055744.0 + 1023.0)));
         return _mm512_castsi512_pd(_mm512_mask_slli_epi64(e, 0xFF, e, 52));
     }
+};
+
+// int32 accumulators on zmm for the int8 traits (kernels/int8.hpp), with the float32 traits of
+// their dequantising store; each file adds its packing and its dot step.
+struct Avx512I32 {
+    using F = Avx512F32;
+    using reg = __m512i;
+    static constexpr int W = 16;
+    static reg zero() { return _mm512_setzero_si512(); }
+    // A row's k-group (4 bytes) in every 32-bit lane.
+    static reg bcast32(const void* p) {
+        int32_t group;
+        std::memcpy(&group, p, sizeof group);
+        return _mm512_set1_epi32(group);
+    }
+    static reg add(reg x, reg y) { return _mm512_add_epi32(x, y); }
+    static reg loadu(const void* p) { return _mm512_loadu_si512(p); }
+    static void storeu(void* p, reg r) { _mm512_storeu_si512(p, r); }
+    static reg maskz_loadu(__mmask16 m, const void* p) { return _mm512_maskz_loadu_epi32(m, p); }
+    static void mask_storeu(void* p, __mmask16 m, reg r) { _mm512_mask_storeu_epi32(p, m, r); }
+    static __m512 to_float(reg r) { return _mm512_cvtepi32_ps(r); }
 };
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "int8.hpp"
 #include "table.hpp"
 
 namespace fastgemm {
@@ -66,6 +67,38 @@ struct ScalarNarrow {
     }
 };
 
+// int8 one lane at a time: int16 operands, int32 products (exact), summed in uint32 so a sum past
+// the int32 range wraps modulo 2^32 as the SIMD kernels' does (signed overflow is undefined).
+struct ScalarI8 {
+    using F = Scalar<float>;
+    using reg = uint32_t;
+    using areg = int32_t;
+    using breg = int32_t;
+    using PA = int16_t;
+    using PB = int16_t;
+    static constexpr int W = 1, KG = 1;
+    static constexpr bool kSignedA = true;
+    static reg zero() { return 0; }
+    static areg bcast_a(const PA* p) { return *p; }
+    static breg load_b(const PB* p) { return *p; }
+    static reg dot(reg acc, areg a, breg b) { return acc + uint32_t(a * b); }
+    static reg add(reg x, reg y) { return x + y; }
+    static reg loadu(const void* p) {
+        reg r;
+        std::memcpy(&r, p, sizeof r);
+        return r;
+    }
+    static void storeu(void* p, reg r) { std::memcpy(p, &r, sizeof r); }
+    static reg maskz_loadu(bool m, const void* p) { return m ? loadu(p) : 0; }
+    static void mask_storeu(void* p, bool m, reg r) {
+        if (m) storeu(p, r);
+    }
+    static float to_float(reg r) { return float(int32_t(r)); }
+    static PA pa(uint8_t x) { return x; }
+    static PA pa(int8_t x) { return x; }
+    static PB pb(int8_t x) { return x; }
+};
+
 }  // namespace
 
 // Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
@@ -78,6 +111,7 @@ constexpr KernelSet generic_kernels{"generic",
                                     kernels::kernel_table<Scalar<double>, 4, 4>(),
                                     kernels::kernel_table<Scalar<float>, 4, 8>(),
                                     kernels::kernel_table<Scalar<double>, 4, 4>(),
-                                    kernels::lowp_kernels<Scalar<float>, ScalarBf16, ScalarF16, ScalarNarrow, 4, 8>()};
+                                    kernels::lowp_kernels<Scalar<float>, ScalarBf16, ScalarF16, ScalarNarrow, 4, 8>(),
+                                    kernels::int8_kernels<ScalarI8, 4, 8>("portable C++")};
 
 }  // namespace fastgemm

@@ -8,6 +8,7 @@
 // take the plain ld1/st1 path.
 #include <arm_neon.h>
 
+#include "int8.hpp"
 #include "table.hpp"
 
 namespace fastgemm {
@@ -110,6 +111,43 @@ struct NeonNarrow {
     }
 };
 
+// int8 by widening multiplies: operands widened to int16 while packing, then smlal (int16 x int16
+// -> int32, accumulated with wrap-around): exact. sdot (ARMv8.2 dot product) is not baseline
+// armv8-a, which is all this file is compiled for; it would need its own flags and a run-time check.
+struct NeonI8 {
+    using F = NeonF32;
+    using reg = int32x4_t;
+    using areg = int16x4_t;
+    using breg = int16x4_t;
+    using PA = int16_t;
+    using PB = int16_t;
+    static constexpr int W = 4, KG = 1;
+    static constexpr bool kSignedA = true;
+    static reg zero() { return vdupq_n_s32(0); }
+    static areg bcast_a(const PA* p) { return vld1_dup_s16(p); }
+    static breg load_b(const PB* p) { return vld1_s16(p); }
+    static reg dot(reg acc, areg a, breg b) { return vmlal_s16(acc, a, b); }
+    static reg add(reg x, reg y) { return vaddq_s32(x, y); }
+    static reg loadu(const void* p) { return vld1q_s32(static_cast<const int32_t*>(p)); }
+    static void storeu(void* p, reg r) { vst1q_s32(static_cast<int32_t*>(p), r); }
+    static reg maskz_loadu(int m, const void* p) {
+        if (m == W) return loadu(p);
+        int32_t buf[W] = {};
+        for (int i = 0; i < m; ++i) buf[i] = static_cast<const int32_t*>(p)[i];
+        return vld1q_s32(buf);
+    }
+    static void mask_storeu(void* p, int m, reg r) {
+        if (m == W) return storeu(p, r);
+        int32_t buf[W];
+        vst1q_s32(buf, r);
+        for (int i = 0; i < m; ++i) static_cast<int32_t*>(p)[i] = buf[i];
+    }
+    static float32x4_t to_float(reg r) { return vcvtq_f32_s32(r); }
+    static PA pa(uint8_t x) { return x; }
+    static PA pa(int8_t x) { return x; }
+    static PB pb(int8_t x) { return x; }
+};
+
 }  // namespace
 
 // Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
@@ -119,6 +157,9 @@ constexpr KernelSet neon_kernels{"neon", "NEON (Advanced SIMD)", &runs_neon,
                                  kernels::kernel_table<NeonF64, 8, 3>(),
                                  // No aarch64 machine to measure a skinny tile on: reuse the main one.
                                  kernels::kernel_table<NeonF32, 8, 3>(), kernels::kernel_table<NeonF64, 8, 3>(),
-                                 kernels::lowp_kernels<NeonF32, NeonBf16, NeonF16, NeonNarrow, 8, 3>()};
+                                 kernels::lowp_kernels<NeonF32, NeonBf16, NeonF16, NeonNarrow, 8, 3>(),
+                                 // 8 x 8 int32: 16 accumulators. GCC 12 spilled 8 x 12's (10 stack loads per 4
+                                 // k steps); counted in the generated code, not timed.
+                                 kernels::int8_kernels<NeonI8, 8, 2>("NEON smlal")};
 
 }  // namespace fastgemm

@@ -29,7 +29,7 @@ import numpy as np
 import fastgemm as fg
 
 from .. import _core, _numpy_funcs
-from .suite import LOWP_DTYPES, PACKED_LAYOUT, SWITCH_DOT, Case, linear_bias, linear_numpy
+from .suite import INT8_DTYPES, LOWP_DTYPES, PACKED_LAYOUT, SWITCH_DOT, Case, linear_bias, linear_numpy
 
 MIN_SAMPLE_S = 2e-3
 MIN_REPEATS, MAX_REPEATS = 3, 50
@@ -37,7 +37,7 @@ PEAK_SECONDS = 0.3
 SETTLE_S = 0.15
 
 
-# NumPy's float16 loop takes ~0.3 s at 512^3 and minutes at 2048^3.
+# NumPy's float16 loop takes ~0.3 s at 512^3 and minutes at 2048^3; its integer loops likewise.
 NUMPY_F16_MAX_FLOPS = 2 * 512**3
 
 
@@ -66,6 +66,8 @@ class FastGemm:
         if case.activation:
             bias, act = linear_bias(case), case.activation
             return lambda: fg.gemm(a, b, bias=bias, activation=act)
+        if case.dtype in INT8_DTYPES:  # exact int32 C
+            return lambda: fg.gemm(a, b)
         if case.batch or case.dtype in LOWP_DTYPES:  # 2-byte: NumPy's result dtype, as np.matmul
             return lambda: fg.matmul(a, b)
         gemm = fg.sgemm if case.dtype == "float32" else fg.dgemm
@@ -93,6 +95,10 @@ class NumPy:
         if case.activation:
             bias = linear_bias(case)
             return lambda: linear_numpy(a, b, bias)
+        if case.dtype in INT8_DTYPES:
+            if case.flops > NUMPY_F16_MAX_FLOPS:
+                raise Unsupported("NumPy's integer matmul is a scalar loop (no BLAS): not timed above 512^3")
+            return lambda: np.matmul(a, b, dtype=np.int32)
         return lambda: np.matmul(a, b)
 
 
@@ -134,6 +140,12 @@ class Torch:
             bt = self.torch.from_numpy(linear_bias(case))
             gelu, linear = self.torch.nn.functional.gelu, self.torch.nn.functional.linear
             return lambda: gelu(linear(ta, wt, bt), approximate="tanh")
+        if case.dtype in INT8_DTYPES:
+            # torch._int_mm: int8 x int8 -> int32; it has no uint8 A form
+            if case.dtype != "s8s8":
+                raise Unsupported("torch._int_mm multiplies int8 by int8 only")
+            int_mm = self.torch._int_mm
+            return lambda: int_mm(ta, tb)
         matmul = self.torch.matmul
         return lambda: matmul(ta, tb)
 
@@ -273,6 +285,8 @@ def check_result(case, a, b, c, rng):
     Big products are checked on a sample of rows (the first and last tile rows, where edge
     handling lives, plus random ones) so the guard costs a small part of the measurement.
     """
+    if case.dtype in INT8_DTYPES:
+        return _check_exact(case, a, b, np.asarray(c), rng)
     f32 = case.dtype != "float64"  # 2-byte inputs accumulate in float32
     # float64 is checked against numpy's float64 product, which carries an error of its own
     # of the same order, hence the larger constant.
@@ -301,6 +315,15 @@ def check_result(case, a, b, c, rng):
     finite = bool(np.isfinite(c).all())
     worst = float(np.max(err / np.maximum(bound, np.finfo(np.float64).tiny))) if err.size else 0.0
     return {"ok": finite and bool((err <= bound).all()), "finite": finite, "worst_err_over_bound": worst}
+
+
+def _check_exact(case, a, b, c, rng):
+    """An int8 product's C against the int64 product of sampled rows (exact below K = 65793)."""
+    m = case.m
+    rows = np.unique(np.concatenate([np.arange(min(m, 16)), np.arange(max(0, m - 16), m), rng.integers(0, m, 32)]))
+    ref = a[rows].astype(np.int64) @ b.astype(np.int64)
+    ok = c.dtype == np.int32 and bool((c[rows].astype(np.int64) == ref).all())
+    return {"ok": ok, "finite": True, "worst_err_over_bound": 0.0 if ok else float("inf")}
 
 
 def run_case(case, libs, operands, repeats, budget, rng, tick=None, threads=1):

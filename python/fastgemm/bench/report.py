@@ -286,7 +286,7 @@ def table(results, lib_names, peaks, threads, load_before=None, load_after=None)
 
     out = [
         "GFLOP/s (median of repeats; higher is better). fg/best: fastgemm / fastest other. "
-        "%peak: fastgemm / (FMA peak x threads).",
+        "%peak: fastgemm / (FMA peak x threads). int8 rows (u8s8, s8s8): GOP/s, 2 per multiply-add.",
         line(cols),
         line(["-" * w for w in widths]),
     ]

@@ -15,10 +15,16 @@ DTYPES = ("float32", "float64")
 # 2-byte inputs (float32 accumulation), only when asked for: --dtype bfloat16,float16.
 # bfloat16 is ml_dtypes' dtype (imported only when a bfloat16 case is built).
 LOWP_DTYPES = ("bfloat16", "float16")
+# int8 products (exact int32 C), only when asked for: --dtype u8s8,s8s8. The name gives A's and
+# B's types (u8s8: uint8 A, int8 B); rates are GOP/s, 2 operations per multiply-add.
+INT8_DTYPES = ("u8s8", "s8s8")
+INT8_SIZES = (512, 2048)
 
 
 def np_dtype(name):
-    """The NumPy dtype of a suite dtype name (bfloat16 through ml_dtypes)."""
+    """The NumPy dtype of a suite dtype name (bfloat16 through ml_dtypes; an int8 product: A's)."""
+    if name in INT8_DTYPES:
+        return np.dtype(np.uint8 if name == "u8s8" else np.int8)
     if name == "bfloat16":
         try:
             import ml_dtypes  # type: ignore[import-not-found, import-untyped, unused-ignore]
@@ -125,8 +131,12 @@ def full_suite(dtype_choice=None):
     """The default run. LLM shapes are float32 by default (model weights are never float64);
     --dtype float64 or all runs them in float64 as well."""
     cases = []
-    both = _both(dtype_choice, DTYPES)
-    single = _both(dtype_choice, ("float32",))
+    # The int8 group: each int8 product beside fastgemm's float32 at the same sizes.
+    int8 = [dt for dt in _both(dtype_choice, ()) if dt in INT8_DTYPES]
+    if int8:
+        cases += [Case("int8", s, s, s, dt) for s in INT8_SIZES for dt in (*int8, "float32")]
+    both = tuple(dt for dt in _both(dtype_choice, DTYPES) if dt not in INT8_DTYPES)
+    single = tuple(dt for dt in _both(dtype_choice, ("float32",)) if dt not in INT8_DTYPES)
     for dt in both:
         cases += [Case("small", s, s, s, dt) for s in SMALL]
         cases += [Case("square", s, s, s, dt) for s in SQUARES]
@@ -147,8 +157,10 @@ def full_suite(dtype_choice=None):
 
 
 def switch_dot_suite(dtype_choice=None):
-    """np.dot on single squares with the switch on against NumPy's own np.dot."""
-    return [Case(SWITCH_DOT, s, s, s, dt) for dt in _both(dtype_choice, DTYPES) for s in SWITCH_DOT_SIZES]
+    """np.dot on single squares with the switch on against NumPy's own np.dot (float32 and float64:
+    the dtypes the switch computes)."""
+    dts = [dt for dt in _both(dtype_choice, DTYPES) if dt in DTYPES]
+    return [Case(SWITCH_DOT, s, s, s, dt) for dt in dts for s in SWITCH_DOT_SIZES]
 
 
 def linear_suite(dtype="float32"):
@@ -223,6 +235,13 @@ def operands(case, rng):
     """(a, b) for one case, laid out as case.layout says; op(a) @ op(b) is m x n."""
     dt = np_dtype(case.dtype)
     m, n, k = case.m, case.n, case.k
+
+    if case.dtype in INT8_DTYPES:  # full-range A (uint8 or int8) and int8 B, C-ordered
+
+        def full_range(t, *shape):
+            return rng.integers(t.min, t.max + 1, size=shape).astype(t.dtype)
+
+        return full_range(np.iinfo(dt), m, k), full_range(np.iinfo(np.int8), k, n)
 
     def rand(*shape):
         x = rng.uniform(-1.0, 1.0, size=shape)

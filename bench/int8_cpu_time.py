@@ -1,0 +1,67 @@
+"""int8 products against fastgemm's float32 (and torch when installed), on one thread, in thread
+CPU time: usable on a shared machine, where wall-clock time counts the other jobs too.
+
+fastgemm u8 x s8, s8 x s8 and sgemm (and torch._int_mm / torch.matmul) are called in turn on the
+same data, a few rounds; each median is printed in GOP/s (2 per multiply-add) with its ratio to
+fastgemm's float32 rate at the same size.
+
+    python bench/int8_cpu_time.py 512 2048
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+import fastgemm as fg
+
+
+def one_size(n: int, torch: Any, rng: np.random.Generator) -> None:
+    u8 = rng.integers(0, 256, (n, n)).astype(np.uint8)
+    s8 = rng.integers(-128, 128, (n, n)).astype(np.int8)
+    b8 = rng.integers(-128, 128, (n, n)).astype(np.int8)
+    af, bf = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+    fns = {
+        "fastgemm u8s8": lambda: fg.gemm(u8, b8),
+        "fastgemm s8s8": lambda: fg.gemm(s8, b8),
+        "fastgemm float32": lambda: fg.sgemm(af, bf),
+    }
+    if torch is not None:
+        ts, tb, taf, tbf = (torch.from_numpy(x) for x in (s8, b8, af, bf))
+        fns["torch._int_mm s8s8"] = lambda: torch._int_mm(ts, tb)
+        fns["torch float32"] = lambda: torch.matmul(taf, tbf)
+    rounds, number = (7 if n <= 1024 else 5), max(1, int(2e8 / n**3))
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for f in fns.values():
+        f()
+    for _ in range(rounds):
+        for k, f in fns.items():
+            t0 = time.thread_time()
+            for _ in range(number):
+                f()
+            times[k].append((time.thread_time() - t0) / number)
+    f32 = 2 * n**3 / statistics.median(times["fastgemm float32"]) / 1e9
+    for k, v in times.items():
+        g = 2 * n**3 / statistics.median(v) / 1e9
+        print(f"{n}^3 {k:<20} {g:7.1f} GOP/s  {g / f32:5.2f}x fastgemm float32")
+
+
+def main(sizes: list[int]) -> None:
+    fg.set_num_threads(1)
+    try:
+        import torch  # type: ignore[import-not-found, import-untyped, unused-ignore]
+
+        torch.set_num_threads(1)
+    except ImportError:
+        torch = None
+    rng = np.random.default_rng(0)
+    for n in sizes:
+        one_size(n, torch, rng)
+
+
+if __name__ == "__main__":
+    main([int(s) for s in sys.argv[1:]] or [512, 2048])
