@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core, _epilogue, _int8, _lowp, _packed
-from ._layout import native_ok, new_or_given_c, readable_beside
+from ._layout import core_target, new_or_given_c, readable_beside, write_back
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -101,13 +101,9 @@ def _gemm(
         _as_matrix(c, "c", dtype, fn)
     opa, opb = readable_beside(c, opa, opb, fn)
     epi = _epilogue.native_args(bias, activation, opb.shape[1], dtype, c, fn)
-    if native_ok(c):
-        _NATIVE[dtype](opa, opb, c, alpha, beta, *epi)
-    else:
-        tmp = c.copy(order="C") if beta != 0.0 else np.empty(c.shape, dtype=dtype)
-        _NATIVE[dtype](opa, opb, tmp, alpha, beta, *epi)
-        c[...] = tmp
-    return c
+    target = core_target(c, beta)
+    _NATIVE[dtype](opa, opb, target, alpha, beta, *epi)
+    return write_back(c, target)
 
 
 def sgemm(

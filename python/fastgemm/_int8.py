@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import _core, _epilogue, _lowp
-from ._layout import native_ok, new_or_given_c, readable_beside
+from ._layout import core_target, new_or_given_c, readable_beside, write_back
 
 _U8 = np.dtype(np.uint8)
 _I8 = np.dtype(np.int8)
@@ -119,11 +119,9 @@ def gemm(
     opa, opb = readable_beside(c, opa, opb, fn)
     if s is not None and np.may_share_memory(c, s):
         s = s.copy()
-    target = c if native_ok(c) else (c.copy(order="C") if beta != 0.0 else np.empty(c.shape, dtype=out_dt))
+    target = core_target(c, beta)
     if s is None:
         _core.gemm_int8(opa, opb, target, beta == 1.0)
     else:
         _core.gemm_int8_scaled(opa, opb, s, target, *epi)
-    if target is not c:
-        c[...] = target
-    return c
+    return write_back(c, target)

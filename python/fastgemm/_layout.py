@@ -23,6 +23,21 @@ def native_ok(x: np.ndarray) -> bool:
     return all(s % size == 0 for s in x.strides)
 
 
+def core_target(c: np.ndarray, beta: float) -> np.ndarray:
+    """What the core writes C into: ``c`` itself when it can address it, else a C-ordered
+    stand-in (holding C's values when beta reads them) to copy back with :func:`write_back`."""
+    if native_ok(c):
+        return c
+    return c.copy(order="C") if beta != 0.0 else np.empty(c.shape, dtype=c.dtype)
+
+
+def write_back(c: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """``c`` holding what the core wrote into ``target`` (core_target's result)."""
+    if target is not c:
+        c[...] = target
+    return c
+
+
 def self_overlaps(x: np.ndarray) -> bool:
     """True when two different elements of the 2-D array ``x`` share memory.
 

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core, _epilogue, _gemm
-from ._layout import addressable, native_ok, new_or_given_c, readable_beside
+from ._layout import addressable, core_target, new_or_given_c, readable_beside, write_back
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -162,13 +162,9 @@ def gemm(
         opa, _ = readable_beside(c, opa, shape_b, fn)
     epi = _epilogue.native_args(bias, activation, b.shape[1], dtype, c, fn)
     packed = b._for_active_kernel()
-    if native_ok(c):
-        _GEMM[dtype](opa, packed, c, alpha, beta, *epi)
-    else:
-        tmp = c.copy(order="C") if beta != 0.0 else np.empty(c.shape, dtype=dtype)
-        _GEMM[dtype](opa, packed, tmp, alpha, beta, *epi)
-        c[...] = tmp
-    return c
+    target = core_target(c, beta)
+    _GEMM[dtype](opa, packed, target, alpha, beta, *epi)
+    return write_back(c, target)
 
 
 def matmul(a: Any, b: PackedMatrix, out: Any = None, **kwargs: Any) -> Any:
