@@ -85,9 +85,10 @@ struct KernelTable {
 
 // Which path a product takes, by shape; see docs/DESIGN.md, "Shape-specific paths".
 struct Tuning {
-    int64_t direct_max_m;      // up to this many rows B is read in place, not packed (0: never)
-    int64_t skinny_max_m;      // up to this many rows the skinny tables are used
-    int64_t small_max_work;    // up to this many multiply-adds (B in L2) the small kernel runs
+    int64_t direct_max_m;    // up to this many rows B is read in place, not packed (0: never)
+    int64_t skinny_max_m;    // up to this many rows the skinny tables are used
+    int64_t small_max_work;  // up to this many float32 multiply-adds (B in L2; a float64 one counts 2) the small kernel
+                             // runs
     int64_t head_min_slivers;  // a misaligned B gets a packed head only from this many slivers
 };
 

@@ -62,7 +62,8 @@ template <typename T>
 using SmallProduct = Oriented<T, T>;
 
 // Whether a product of m x n x k (B's n x k held as `b_bytes` bytes) is within the small
-// kernels' reach on kernel set ks: tuning.small_max_work multiply-adds with B inside L2; see
+// kernels' reach on kernel set ks: tuning.small_max_work float32 multiply-adds (8-byte elements
+// count twice) with B inside L2; see
 // docs/DESIGN.md, "Small products".
 bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t elem_bytes);
 
