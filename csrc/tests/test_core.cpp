@@ -839,6 +839,12 @@ void run_int8_case(const char* kernel, int64_t m, int64_t n, int64_t k, Layout l
 
 template <typename A>
 void run_int8(const fastgemm::KernelSet& ks) {
+#if defined(__aarch64__)
+    if (&ks == &fastgemm::generic_kernels) {  // refused there: docs/DESIGN.md, "int8 products"
+        expect_throw<std::runtime_error>("generic int8 refused on aarch64", [&] { fastgemm::int8_kernels(ks); });
+        return;
+    }
+#endif
     const fastgemm::Int8Kernels& ik = fastgemm::int8_kernels(ks);
     const fastgemm::Blocking bs = fastgemm::int8_blocking(ik);
     const int64_t mr = ik.u8.mr, nr = ik.u8.nr, kc = bs.kc;
