@@ -164,28 +164,35 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
                  int64_t rsc) {
     using T = typename V::T;
     constexpr int W = V::W;
-#define FASTGEMM_EACH(call)      \
-    return each_item(s, a, b, c, \
-                     [&](const T* ai, const T* bi, T* ci) { call(alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc); })
+    // Items stored whole (every row stride N, the usual contiguous stack) get the strides as
+    // constants: each load and store is then an immediate offset from the item's base.
+#define FASTGEMM_EACH(call, N)                                                                                         \
+    do {                                                                                                               \
+        if (rsa == N && rsb == N && rsc == N)                                                                          \
+            return each_item(s, a, b, c,                                                                               \
+                             [&](const T* ai, const T* bi, T* ci) { call(alpha, ai, N, 1, bi, N, beta, ci, N); });     \
+        return each_item(s, a, b, c,                                                                                   \
+                         [&](const T* ai, const T* bi, T* ci) { call(alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc); }); \
+    } while (0)
     if (m == n && n == k && csa == 1) {
         switch (n) {
             case 2:
-                if constexpr (W > 2) FASTGEMM_EACH((square_tiny<V, 2>));
+                if constexpr (W > 2) FASTGEMM_EACH((square_tiny<V, 2>), 2);
                 break;
             case 3:
-                if constexpr (W > 3) FASTGEMM_EACH((square_tiny<V, 3>));
+                if constexpr (W > 3) FASTGEMM_EACH((square_tiny<V, 3>), 3);
                 break;
             case 4:
-                if constexpr (4 % W == 0) FASTGEMM_EACH((square_fixed<V, 4, PV>));
-                break;
+                if constexpr (4 % W == 0) FASTGEMM_EACH((square_fixed<V, 4, PV>), 4);
+                else FASTGEMM_EACH((square_tiny<V, 4>), 4);
             case 8:
-                if constexpr (8 % W == 0) FASTGEMM_EACH((square_fixed<V, 8, PV>));
+                if constexpr (8 % W == 0) FASTGEMM_EACH((square_fixed<V, 8, PV>), 8);
                 break;
             case 16:
-                if constexpr (16 % W == 0) FASTGEMM_EACH((square_fixed<V, 16, PV>));
+                if constexpr (16 % W == 0) FASTGEMM_EACH((square_fixed<V, 16, PV>), 16);
                 break;
             case 32:
-                if constexpr (32 % W == 0) FASTGEMM_EACH((square_fixed<V, 32, PV>));
+                if constexpr (32 % W == 0) FASTGEMM_EACH((square_fixed<V, 32, PV>), 32);
                 break;
             default: break;
         }
