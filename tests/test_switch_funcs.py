@@ -403,6 +403,27 @@ def test_float_products_run_on_fastgemm(func, sa, sb, da, db, kernel):
     assert computed == (0 if long_vectors else 1)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("length", [9, 2048, 4096, 4097, 9000])
+def test_matmul_long_vector_dot_is_numpys(dtype, length):
+    """np.matmul of one vector by one vector follows np.dot's rule: fastgemm's up to 16 KiB per
+    operand, NumPy's own loop (its BLAS dot, bitwise NumPy's result) beyond."""
+    a, b = _rand((length,), dtype), _rand((length,), dtype)
+    want = np.matmul(a, b)
+    with fastgemm.patched():
+        before = _core.matmul_loop_calls()
+        got = np.matmul(a, b)
+        after = _core.matmul_loop_calls()
+        dot = np.dot(a, b)
+    long_vectors = length * np.dtype(dtype).itemsize > 16384
+    assert after["fastgemm"] - before["fastgemm"] == (0 if long_vectors else 1)
+    assert after["numpy"] - before["numpy"] == (1 if long_vectors else 0)
+    _close(got, want, length)
+    assert np.array_equal(got, dot)  # the same rule and the same computation as np.dot
+    if long_vectors:
+        assert np.array_equal(got, want)
+
+
 def _views(dtype):
     """Operand layouts fastgemm reads in place or copies: (name, a, b) with a . b defined."""
     base = _rand((6, 10, 14), dtype)

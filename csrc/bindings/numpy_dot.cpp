@@ -29,11 +29,6 @@ namespace {
 enum Func { kDot, kInner, kFuncs };
 enum Who { kFastgemm, kNumpy };
 
-// A vector . vector product (0-d result) with longer operands goes to NumPy's dot (its BLAS
-// dot): the core's dot form, written for many outputs at once, ran 0.64x-0.89x of it from 32
-// KiB per operand, 1.08x-1.29x at 8-16 KiB (Zen 3, 1 thread); docs/DESIGN.md, "np.dot in C".
-constexpr int64_t kVectorDotMaxBytes = 16384;
-
 // NumPy's functions (strong references), as fastgemm._numpy_funcs found them before the switch.
 PyObject* g_original[kFuncs] = {nullptr, nullptr};
 std::atomic<uint64_t> g_calls[kFuncs][2];

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../fastgemm/batched.hpp"
+#include "../fastgemm/gemm.hpp"
 #include "registrations.hpp"
 
 namespace py = pybind11;
@@ -87,8 +88,11 @@ void gufunc_loop(char** args, npy_intp const* dims, npy_intp const* steps, void*
     const Geometry g = geometry<O>(dims, steps);
     constexpr size_t s = sizeof(T);
     const npy_intp e = npy_intp(s);
-    bool ok =
-        O == kMatmul || double(g.n) * double(g.k) * double(g.m) >= double(g_min_flops.load(std::memory_order_relaxed));
+    // A long vector . vector product goes to NumPy's loop (its BLAS dot), as np.dot's does.
+    const bool long_dot = batch == 1 && g.n == 1 && g.m == 1 && g.k * e > kVectorDotMaxBytes;
+    bool ok = O == kMatmul
+                  ? !long_dot
+                  : double(g.n) * double(g.k) * double(g.m) >= double(g_min_flops.load(std::memory_order_relaxed));
     for (int i = 0; ok && i < 3; ++i) ok = fits(args[i], steps[i], s);
     for (npy_intp st : {g.a_n, g.a_k, g.b_k, g.b_m, g.c_n, g.c_m}) ok = ok && st % e == 0;
     if (ok) {
