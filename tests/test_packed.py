@@ -201,6 +201,24 @@ def test_thread_counts_give_the_same_bits(kernel, dtype, shape):
     assert np.array_equal(results[0], results[1])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(200, 300, 700), (300, 280, 250), (1023, 129, 65), (64, 2100, 1000)])
+def test_same_bits_as_unpacked_b(kernel, dtype, shape):
+    """Shapes where gemm with an array B runs the blocked loops with B packed per call: the
+    packed B takes the same loops (five_loops) with the same k slices and tile, so the same bits,
+    fused epilogue included, on 1 and 2 threads."""
+    m, n, k = shape
+    rng = np.random.default_rng(15)
+    a, b = random_matrix(rng, (m, k), dtype), random_matrix(rng, (k, n), dtype)
+    bias = random_matrix(rng, (1, n), dtype)[0]
+    p = fastgemm.pack(b)
+    for threads in (1, 2):
+        fastgemm.set_num_threads(threads)
+        assert np.array_equal(fastgemm.gemm(a, p), fastgemm.gemm(a, b))
+        fused = fastgemm.gemm(a, p, bias=bias, activation="gelu_tanh")
+        assert np.array_equal(fused, fastgemm.gemm(a, b, bias=bias, activation="gelu_tanh"))
+
+
 def test_owns_its_memory():
     rng = np.random.default_rng(10)
     a, b = random_matrix(rng, (6, 50), np.float32), random_matrix(rng, (50, 40), np.float32)

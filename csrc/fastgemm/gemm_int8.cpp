@@ -42,6 +42,7 @@ struct Int8Product {
     int64_t k;
     int mr = t.mr, nr = t.nr;
     int64_t k_align = t.kgroup;  // slices of whole k groups: no padding inside a product
+    static constexpr bool prepacked = false;
 
     int64_t a_sliver(int64_t kc) const { return round_up(kc, t.kgroup) * mr * t.a_size; }
     int64_t b_sliver(int64_t kc) const { return int8_b_sliver_bytes(kc, t.kgroup, nr, t.b_size, t.b_sums); }
