@@ -7,6 +7,7 @@
 
 #include "blocking.hpp"
 #include "driver.hpp"
+#include "gemm_int8.hpp"
 #include "paths.hpp"
 #include "threading.hpp"
 
@@ -69,6 +70,28 @@ PackedB<T>::PackedB(const KernelSet& ks, View<const T> b)
 template <typename T>
 void PackedB<T>::unpack(View<T> out) const {
     unpack_as<T, T>(out);
+}
+
+namespace {
+
+// Layout of the int8 A table's pack_b (the uint8 table's slivers are the same but for the sums).
+PackedPanels::Format int8_format(const Int8Table<int8_t>& t) { return {t.nr, t.kgroup, t.b_size, t.b_sums, 64}; }
+
+}  // namespace
+
+PackedInt8B::PackedInt8B(const KernelSet& ks, View<const int8_t> b)
+    : PackedPanels(ks, b.rows, b.cols, int8_blocking(int8_kernels(ks)), int8_format(int8_kernels(ks).s8)),
+      ik_(&int8_kernels(ks)) {
+    extent(b);
+    const Int8Table<int8_t>& t = ik_->s8;
+    fill([&](int64_t pc, int64_t jc, int64_t kc, int64_t nc, char* dst) {
+        t.pack_b(kc, nc, b.data + pc * b.rs + jc * b.cs, b.rs, b.cs, dst, 0, ceil_div(nc, t.nr));
+    });
+}
+
+void PackedInt8B::unpack(View<int8_t> out) const {
+    if (ik_->s8.b_size == 1) unpack_as<int8_t, int8_t>(out);
+    else unpack_as<int16_t, int8_t>(out);  // widened while packing (vpmaddwd, scalar, NEON)
 }
 
 template <typename T>

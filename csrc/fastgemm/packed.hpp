@@ -1,6 +1,6 @@
 // Pre-packed B: a whole k x n matrix copied once into the sliver layout of one kernel set's
-// main tile (PackedB), so products that reuse B (a layer's weights) skip pack_b and its
-// barriers. See docs/DESIGN.md, "Pre-packed B".
+// main tile (PackedB, floating point) or int8 tile (PackedInt8B), so products that reuse B (a
+// layer's weights) skip pack_b and its barriers. See docs/DESIGN.md, "Pre-packed B".
 #pragma once
 
 #include <algorithm>
@@ -79,6 +79,21 @@ class PackedB : public PackedPanels {
     const T* panel(int64_t pc, int64_t jc) const { return reinterpret_cast<const T*>(panel_bytes(pc, jc)); }
     // out (k x n, any strides) = B, exactly.
     void unpack(View<T> out) const;
+};
+
+// int8 B for the int8 kernels products on ks run on (int8_kernels(ks)), in the layout of the
+// int8 A table's pack_b: its column sums (when that table needs them) make one packed B
+// serve uint8 A and int8 A alike (the uint8 tiles read the same slivers and skip the sums).
+class PackedInt8B : public PackedPanels {
+   public:
+    // Packs B (k x n, any strides). Throws std::overflow_error, std::bad_alloc.
+    PackedInt8B(const KernelSet& ks, View<const int8_t> b);
+    const Int8Kernels& int8() const { return *ik_; }
+    // out (k x n, any strides) = B, exactly.
+    void unpack(View<int8_t> out) const;
+
+   private:
+    const Int8Kernels* ik_;
 };
 
 // C = alpha * A @ B + beta * C with B pre-packed; gemm<T>'s contract (shapes checked first,
