@@ -226,17 +226,27 @@ def test_owns_its_memory():
     p = fastgemm.pack(b)
     b[...] = np.nan  # changing the original changes nothing
     assert np.array_equal(fastgemm.gemm(a, p), before)
-    w = random_matrix(rng, (40, 50), np.float64)
-    ref = w.T.copy()
-    ref_b = weakref.ref(w)
-    p = fastgemm.pack(w, trans=True)
-    del w
-    gc.collect()
-    assert ref_b() is None  # the original is gone...
-    assert np.array_equal(p.unpack(), ref)  # ...and the packed copy is whole
-    u = p.unpack()
-    u[...] = 0  # unpack gives a fresh copy
-    assert np.array_equal(p.unpack(), ref)
+    a8, b8 = rng.integers(0, 256, (6, 50)).astype(np.uint8), rng.integers(-128, 128, (50, 40)).astype(np.int8)
+    before = fastgemm.gemm(a8, b8)
+    p = fastgemm.pack(b8)
+    b8[...] = 0
+    assert np.array_equal(fastgemm.gemm(a8, p), before)
+    makers = (
+        lambda: random_matrix(rng, (40, 50), np.float64),
+        lambda: rng.integers(-128, 128, (40, 50)).astype(np.int8),
+    )
+    for make in makers:  # the only reference to w is the loop's
+        w = make()
+        ref = w.T.copy()
+        ref_b = weakref.ref(w)
+        p = fastgemm.pack(w, trans=True)
+        del w
+        gc.collect()
+        assert ref_b() is None  # the original is gone...
+        assert np.array_equal(p.unpack(), ref)  # ...and the packed copy is whole
+        u = p.unpack()
+        u[...] = 0  # unpack gives a fresh copy
+        assert np.array_equal(p.unpack(), ref)
 
 
 def test_freed_when_dropped():
@@ -265,10 +275,13 @@ def test_pickles_as_its_values(dtype):
 
 
 @pytest.mark.skipif(len(KERNELS) < 2, reason="one kernel on this machine")
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", (*DTYPES, np.int8))
 def test_survives_set_kernel(dtype):
     rng = np.random.default_rng(12)
-    a, b = random_matrix(rng, (13, 77), dtype), random_matrix(rng, (77, 45), dtype)
+    if dtype == np.int8:  # uint8 A, an exact int32 product
+        a, b = rng.integers(0, 256, (13, 77)).astype(np.uint8), rng.integers(-128, 128, (77, 45)).astype(np.int8)
+    else:
+        a, b = random_matrix(rng, (13, 77), dtype), random_matrix(rng, (77, 45), dtype)
     before = fastgemm.get_kernel()
     try:
         fastgemm.set_kernel(KERNELS[0])
@@ -276,7 +289,11 @@ def test_survives_set_kernel(dtype):
         assert p.kernel == KERNELS[0]
         for name in KERNELS[1:] + KERNELS[:1]:
             fastgemm.set_kernel(name)
-            check_product(a, p, b, what=f"packed for another kernel, run on {name}")
+            what = f"packed for another kernel, run on {name}"
+            if dtype == np.int8:
+                np.testing.assert_array_equal(fastgemm.gemm(a, p), a.astype(np.int64) @ b, err_msg=what)
+            else:
+                check_product(a, p, b, what=what)
             assert p.kernel == name  # repacked once, for the kernel in use
             assert np.array_equal(p.unpack(), b)
     finally:

@@ -1,33 +1,23 @@
 """fastgemm.pack on int8 B: one PackedMatrix for uint8 and int8 A, exact int32 products against an
 int64 reference and bitwise equal to the same product with B unpacked (int32 and dequantised
 float32, bias and activation included) on every kernel, edge shapes around the int8 tiles and KC
-blocks, the extremes over long K, trans=True, thread counts, lifetime, pickling, set_kernel after
-packing, matmul, bad arguments."""
+blocks, the extremes over long K, trans=True, thread counts, pickling, matmul, bad arguments
+(lifetime and set_kernel after packing: test_packed.py)."""
 
-import gc
 import os
 import pickle
 import subprocess
 import sys
 import textwrap
-import weakref
 
 import numpy as np
 import pytest
 
 import fastgemm
-from conftest import KERNELS
-from gemm_check import ELEMENT_LAYOUTS, Placed
+from gemm_check import ELEMENT_LAYOUTS, Placed, on_threads
 from test_int8 import A_TYPES, dequantised, int8_tiles, rand, reference, shapes
 
 RNG = np.random.default_rng(1212)
-
-
-@pytest.fixture(autouse=True)
-def restore_threads():
-    before = fastgemm.get_num_threads()
-    yield
-    fastgemm.set_num_threads(before)
 
 
 def test_exact_on_edge_shapes(kernel):
@@ -115,10 +105,7 @@ def test_thread_counts_give_the_same_bits(kernel, adt):
     a, b = rand((300, 700), adt), rand((700, 200), np.int8)
     p = fastgemm.pack(b)
     s = RNG.uniform(-1, 1, size=200).astype(np.float32)
-    results = []
-    for threads in (1, 2):
-        fastgemm.set_num_threads(threads)
-        results.append((fastgemm.gemm(a, p), fastgemm.gemm(a, p, scale=s)))
+    results = on_threads(lambda: (fastgemm.gemm(a, p), fastgemm.gemm(a, p, scale=s)))
     np.testing.assert_array_equal(results[0][0], reference(a, b))
     assert all(x.tobytes() == y.tobytes() for x, y in zip(*results))
 
@@ -147,26 +134,6 @@ def test_small_blocks_in_a_fresh_process():
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
-def test_owns_its_memory():
-    a, b = rand((6, 50), np.uint8), rand((50, 40), np.int8)
-    before = fastgemm.gemm(a, b)
-    p = fastgemm.pack(b)
-    b[...] = 0  # changing the original changes nothing
-    np.testing.assert_array_equal(fastgemm.gemm(a, p), before)
-    w = rand((40, 50), np.int8)
-    ref = w.T.copy()
-    ref_w = weakref.ref(w)
-    p = fastgemm.pack(w, trans=True)
-    del w
-    gc.collect()
-    assert ref_w() is None  # the original is gone...
-    assert np.array_equal(p.unpack(), ref)  # ...and the packed copy is whole
-    ref_p = weakref.ref(p)
-    del p
-    gc.collect()
-    assert ref_p() is None
-
-
 def test_pickles_as_its_values():
     b = rand((33, 29), np.int8)
     b[0, :3] = (-128, 127, 0)
@@ -179,23 +146,6 @@ def test_pickles_as_its_values():
     assert p != fastgemm.pack(b.astype(np.float32))
     a = rand((5, 33), np.int8)
     np.testing.assert_array_equal(fastgemm.gemm(a, q), reference(a, b))
-
-
-@pytest.mark.skipif(len(KERNELS) < 2, reason="one kernel on this machine")
-def test_survives_set_kernel():
-    a, b = rand((13, 77), np.int8), rand((77, 45), np.int8)
-    before = fastgemm.get_kernel()
-    try:
-        fastgemm.set_kernel(KERNELS[0])
-        p = fastgemm.pack(b)
-        assert p.kernel == KERNELS[0]
-        for name in KERNELS[1:] + KERNELS[:1]:
-            fastgemm.set_kernel(name)
-            np.testing.assert_array_equal(fastgemm.gemm(a, p), reference(a, b), err_msg=name)
-            assert p.kernel == name  # repacked once, for the kernel in use
-            assert np.array_equal(p.unpack(), b)
-    finally:
-        fastgemm.set_kernel(before)
 
 
 def test_read_only_and_described():
