@@ -150,8 +150,8 @@ def dgemm_packed(
     a: _Array, b: PackedF64, c: _Array, alpha: float, beta: float, bias: _Array | None = None, activation: int = 0
 ) -> None: ...
 
-# int8.cpp: uint8 / int8 a times int8 b (an array or a PackedI8). gemm_int8: int32 c = a @ b (c += a @ b when accumulate);
-# gemm_int8_scaled: float32 c = scale * (a @ b), scale a contiguous float32 array of 1 or n values.
+# int8.cpp: uint8 / int8 a times int8 b (an array or a PackedI8). gemm_int8: int32 c = a @ b
+# (c += a @ b when accumulate); gemm_int8_scaled: float32 c = scale * (a @ b), scale a contiguous float32 array of 1 or n values.
 # int8_info: the int8 kernels kernel set `name` runs on this CPU, their tile and blocking.
 class _Int8Info(TypedDict):
     isa: str

@@ -131,6 +131,7 @@ def pack(b: npt.ArrayLike, *, trans: _gemm.Trans = False) -> PackedMatrix:
 
 
 def refuse_trans_b(trans_b: bool, fn: str) -> None:
+    """A PackedMatrix is B as packed: op(B) = B only."""
     if trans_b:
         raise ValueError(
             f"{fn}: trans_b must be False or 'N' with a PackedMatrix: its transpose was fixed at pack time "
