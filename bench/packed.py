@@ -8,6 +8,7 @@ over two threads' for the same path.
 
     python bench/packed.py                       # float32, m = 1, 16, 64, 256
     python bench/packed.py --dtype float64 --m 1,64
+    python bench/packed.py --dtype int8          # uint8 x int8 -> int32, GOP/s
 """
 
 from __future__ import annotations
@@ -27,21 +28,23 @@ def main() -> None:
     p.add_argument("--m", default="1,16,64,256", help="comma-separated row counts of x")
     p.add_argument("--kn", type=int, default=4096, help="K = N")
     p.add_argument("--samples", type=int, default=9)
-    p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
+    p.add_argument("--dtype", default="float32", choices=("float32", "float64", "int8"), help="int8: uint8 x")
     args = p.parse_args()
     rng = np.random.default_rng(0)
     k = n = args.kn
-    w = rng.uniform(-1, 1, (k, n)).astype(args.dtype)
+    int8 = args.dtype == "int8"
+    w = rng.integers(-128, 128, (k, n)).astype(np.int8) if int8 else rng.uniform(-1, 1, (k, n)).astype(args.dtype)
+    unit = "GOP/s" if int8 else "GF/s"
     t = time.perf_counter()
     packed = fg.pack(w)
     print(f"fastgemm {fg.__version__}, kernel {fg.get_kernel()}, {args.dtype}, K = N = {k}")
     print(f"pack: {1e3 * (time.perf_counter() - t):.0f} ms, {packed.nbytes / 2**20:.1f} MiB")
     print(
-        f"{'m':>5} {'GF/s unpacked 1t':>17} {'2t':>6} {'x':>5} {'packed 1t':>10} {'2t':>6} {'x':>5}  packed/unpacked 1t  2t"
+        f"{'m':>5} {unit + ' unpacked 1t':>17} {'2t':>6} {'x':>5} {'packed 1t':>10} {'2t':>6} {'x':>5}  packed/unpacked 1t  2t"
     )
     for m in (int(s) for s in args.m.split(",")):
-        x = rng.uniform(-1, 1, (m, k)).astype(args.dtype)
-        c = np.empty((m, n), args.dtype)
+        x = rng.integers(0, 256, (m, k)).astype(np.uint8) if int8 else rng.uniform(-1, 1, (m, k)).astype(args.dtype)
+        c = np.empty((m, n), np.int32 if int8 else args.dtype)
         paths = {"unpacked": functools.partial(fg.gemm, x, w, c), "packed": functools.partial(fg.gemm, x, packed, c)}
         calls = {(path, threads): (threads, f) for path, f in paths.items() for threads in (1, 2)}
         reps = max(2, int(0.1 / (2 * m * k * n / 60e9)))

@@ -325,8 +325,13 @@ def test_switch_dot_group_times_np_dot_on_and_off(monkeypatch):
 
 def test_int8_group_beside_float32():
     cases = suite.full_suite("u8s8,s8s8")
-    assert {c.group for c in cases} == {"int8"}
-    assert {(c.m, c.dtype) for c in cases} == {(s, dt) for s in (512, 2048) for dt in ("u8s8", "s8s8", "float32")}
+    assert {c.group for c in cases} == {"int8", "packed"}
+    int8 = [c for c in cases if c.group == "int8"]
+    assert {(c.m, c.dtype) for c in int8} == {(s, dt) for s in (512, 2048) for dt in ("u8s8", "s8s8", "float32")}
+    packed = {(c.m, c.n, c.k, c.dtype, c.layout) for c in cases if c.group == "packed"}
+    kn = suite.PACKED_KN
+    layouts = ("contiguous", suite.PACKED_LAYOUT)
+    assert packed == {(m, kn, kn, dt, lay) for m in suite.PACKED_M for dt in ("u8s8", "s8s8") for lay in layouts}
     assert not any(c.group == "int8" for c in suite.full_suite())  # only when asked for
     for dt, adt in (("u8s8", np.uint8), ("s8s8", np.int8)):
         case = suite.Case("int8", 5, 7, 9, dt)
@@ -336,3 +341,6 @@ def test_int8_group_beside_float32():
         assert bm.check_result(case, a, b, c, np.random.default_rng(1))["ok"]
         c[0, 0] += 1
         assert not bm.check_result(case, a, b, c, np.random.default_rng(1))["ok"]
+        # the packed row's fastgemm call multiplies by fastgemm.pack(b): the same int32 C
+        call = bm.FastGemm(1).prepare(suite.Case("packed", 5, 7, 9, dt, layout=suite.PACKED_LAYOUT), a, b)
+        assert np.array_equal(call(), fastgemm.gemm(a, b))

@@ -201,6 +201,24 @@ def test_thread_counts_give_the_same_bits(kernel, dtype, shape):
     assert np.array_equal(results[0], results[1])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(200, 300, 700), (300, 280, 250), (1023, 129, 65), (64, 2100, 1000)])
+def test_same_bits_as_unpacked_b(kernel, dtype, shape):
+    """Shapes where gemm with an array B runs the blocked loops with B packed per call: the
+    packed B takes the same loops (five_loops) with the same k slices and tile, so the same bits,
+    fused epilogue included, on 1 and 2 threads."""
+    m, n, k = shape
+    rng = np.random.default_rng(15)
+    a, b = random_matrix(rng, (m, k), dtype), random_matrix(rng, (k, n), dtype)
+    bias = random_matrix(rng, (1, n), dtype)[0]
+    p = fastgemm.pack(b)
+    for threads in (1, 2):
+        fastgemm.set_num_threads(threads)
+        assert np.array_equal(fastgemm.gemm(a, p), fastgemm.gemm(a, b))
+        fused = fastgemm.gemm(a, p, bias=bias, activation="gelu_tanh")
+        assert np.array_equal(fused, fastgemm.gemm(a, b, bias=bias, activation="gelu_tanh"))
+
+
 def test_owns_its_memory():
     rng = np.random.default_rng(10)
     a, b = random_matrix(rng, (6, 50), np.float32), random_matrix(rng, (50, 40), np.float32)
@@ -208,17 +226,27 @@ def test_owns_its_memory():
     p = fastgemm.pack(b)
     b[...] = np.nan  # changing the original changes nothing
     assert np.array_equal(fastgemm.gemm(a, p), before)
-    w = random_matrix(rng, (40, 50), np.float64)
-    ref = w.T.copy()
-    ref_b = weakref.ref(w)
-    p = fastgemm.pack(w, trans=True)
-    del w
-    gc.collect()
-    assert ref_b() is None  # the original is gone...
-    assert np.array_equal(p.unpack(), ref)  # ...and the packed copy is whole
-    u = p.unpack()
-    u[...] = 0  # unpack gives a fresh copy
-    assert np.array_equal(p.unpack(), ref)
+    a8, b8 = rng.integers(0, 256, (6, 50)).astype(np.uint8), rng.integers(-128, 128, (50, 40)).astype(np.int8)
+    before = fastgemm.gemm(a8, b8)
+    p = fastgemm.pack(b8)
+    b8[...] = 0
+    assert np.array_equal(fastgemm.gemm(a8, p), before)
+    makers = (
+        lambda: random_matrix(rng, (40, 50), np.float64),
+        lambda: rng.integers(-128, 128, (40, 50)).astype(np.int8),
+    )
+    for make in makers:  # the only reference to w is the loop's
+        w = make()
+        ref = w.T.copy()
+        ref_b = weakref.ref(w)
+        p = fastgemm.pack(w, trans=True)
+        del w
+        gc.collect()
+        assert ref_b() is None  # the original is gone...
+        assert np.array_equal(p.unpack(), ref)  # ...and the packed copy is whole
+        u = p.unpack()
+        u[...] = 0  # unpack gives a fresh copy
+        assert np.array_equal(p.unpack(), ref)
 
 
 def test_freed_when_dropped():
@@ -247,10 +275,13 @@ def test_pickles_as_its_values(dtype):
 
 
 @pytest.mark.skipif(len(KERNELS) < 2, reason="one kernel on this machine")
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", (*DTYPES, np.int8))
 def test_survives_set_kernel(dtype):
     rng = np.random.default_rng(12)
-    a, b = random_matrix(rng, (13, 77), dtype), random_matrix(rng, (77, 45), dtype)
+    if dtype == np.int8:  # uint8 A, an exact int32 product
+        a, b = rng.integers(0, 256, (13, 77)).astype(np.uint8), rng.integers(-128, 128, (77, 45)).astype(np.int8)
+    else:
+        a, b = random_matrix(rng, (13, 77), dtype), random_matrix(rng, (77, 45), dtype)
     before = fastgemm.get_kernel()
     try:
         fastgemm.set_kernel(KERNELS[0])
@@ -258,7 +289,11 @@ def test_survives_set_kernel(dtype):
         assert p.kernel == KERNELS[0]
         for name in KERNELS[1:] + KERNELS[:1]:
             fastgemm.set_kernel(name)
-            check_product(a, p, b, what=f"packed for another kernel, run on {name}")
+            what = f"packed for another kernel, run on {name}"
+            if dtype == np.int8:
+                np.testing.assert_array_equal(fastgemm.gemm(a, p), a.astype(np.int64) @ b, err_msg=what)
+            else:
+                check_product(a, p, b, what=what)
             assert p.kernel == name  # repacked once, for the kernel in use
             assert np.array_equal(p.unpack(), b)
     finally:

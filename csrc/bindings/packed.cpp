@@ -1,9 +1,11 @@
-// fastgemm._core.PackedF32 / PackedF64 (a pre-packed B, core PackedB<T>) and
-// sgemm_packed / dgemm_packed. python/fastgemm/_packed.py gives them their meaning.
+// fastgemm._core.PackedF32 / PackedF64 / PackedI8 (a pre-packed B, core PackedB<T> /
+// PackedInt8B) and sgemm_packed / dgemm_packed (int8.cpp has the int8 products with a PackedI8).
+// python/fastgemm/_packed.py gives them their meaning.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,31 +20,37 @@ using namespace fastgemm;
 
 namespace {
 
-template <typename T>
-void register_type(py::module_& m, const char* cls, const char* gemm_name) {
+// Packed: PackedB<T> or PackedInt8B (elements T).
+template <typename Packed, typename T>
+void register_class(py::module_& m, const char* cls) {
     // No buffer protocol and no data accessor but a copy: the packed memory is never writable.
-    py::class_<PackedB<T>>(m, cls)
+    py::class_<Packed>(m, cls)
         .def(py::init([](const py::array& b) {
                  if (b.ndim() != 2) throw py::value_error("b: expected a 2-D array");
                  const View<const T> vb = bindings::matrix_view<const T>(b, "b");
                  py::gil_scoped_release release;
-                 return std::make_unique<PackedB<T>>(active_kernels(), vb);
+                 return std::make_unique<Packed>(active_kernels(), vb);
              }),
              py::arg("b"))
-        .def_property_readonly("rows", &PackedB<T>::rows)
-        .def_property_readonly("cols", &PackedB<T>::cols)
-        .def_property_readonly("kc", &PackedB<T>::kc)
-        .def_property_readonly("nc", &PackedB<T>::nc)
-        .def_property_readonly("nr", &PackedB<T>::nr)
-        .def_property_readonly("nbytes", &PackedB<T>::bytes)
-        .def_property_readonly("kernel", [](const PackedB<T>& p) { return std::string(p.kernels().name); })
-        .def("unpack", [](const PackedB<T>& p) {
+        .def_property_readonly("rows", &Packed::rows)
+        .def_property_readonly("cols", &Packed::cols)
+        .def_property_readonly("kc", &Packed::kc)
+        .def_property_readonly("nc", &Packed::nc)
+        .def_property_readonly("nr", &Packed::nr)
+        .def_property_readonly("nbytes", &Packed::bytes)
+        .def_property_readonly("kernel", [](const Packed& p) { return std::string(p.kernels().name); })
+        .def("unpack", [](const Packed& p) {
             py::array_t<T> out({p.rows(), p.cols()});
             const View<T> v{out.mutable_data(), p.rows(), p.cols(), p.cols(), 1};
             py::gil_scoped_release release;
             p.unpack(v);
             return out;
         });
+}
+
+template <typename T>
+void register_type(py::module_& m, const char* cls, const char* gemm_name) {
+    register_class<PackedB<T>, T>(m, cls);
     m.def(
         gemm_name,
         [](const py::array& a, const PackedB<T>& b, py::array& c, T alpha, T beta, const std::optional<py::array>& bias,
@@ -63,4 +71,5 @@ void register_type(py::module_& m, const char* cls, const char* gemm_name) {
 void register_packed(py::module_& m) {
     register_type<float>(m, "PackedF32", "sgemm_packed");
     register_type<double>(m, "PackedF64", "dgemm_packed");
+    register_class<PackedInt8B, int8_t>(m, "PackedI8");
 }

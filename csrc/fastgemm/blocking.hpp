@@ -5,11 +5,19 @@
 #include <string>
 #include <vector>
 
+#include "view.hpp"
+
 namespace fastgemm {
 
 struct Blocking {
     int64_t mc, kc, nc;
 };
+
+// The block size that cuts `total` (>= 1) into equal blocks of at most ~`block`, a multiple of
+// `align`: no thin tail block.
+constexpr int64_t even_block(int64_t total, int64_t block, int64_t align) {
+    return round_up(ceil_div(total, ceil_div(total, block)), align);
+}
 
 // The analytical model of Low et al. (2016), "Analytical modeling is enough for
 // high-performance BLIS", overridden by FASTGEMM_MC / FASTGEMM_KC / FASTGEMM_NC when set to

@@ -58,6 +58,7 @@ struct FloatProduct {
     const Epilogue<T>& ep;
     int mr = uk.mr, nr = uk.nr;
     int64_t k_align = k_per_slot(uk);  // k slices of whole slots
+    static constexpr bool prepacked = false;
 
     int64_t a_sliver(int64_t kc) const { return mr * ceil_div(kc, k_align) * int64_t(sizeof(T)); }
     int64_t b_sliver(int64_t kc) const { return nr * ceil_div(kc, k_align) * int64_t(sizeof(T)); }
@@ -129,71 +130,17 @@ template void run_blocked_packed<float16_t, float>(const KernelTable<float>&, Pa
                                                    View<const float16_t>, float, View<float>, const Epilogue<float>&);
 
 template <typename T>
-void run_blocked_prepacked(const KernelTable<T>& uk, int64_t mc, int threads, T alpha, View<const T> a,
+void run_blocked_prepacked(const KernelTable<T>& uk, const Blocking& bs, int threads, T alpha, View<const T> a,
                            const PackedB<T>& b, T beta, View<T> c, const Epilogue<T>& ep) {
-    const int MR = uk.mr, NR = uk.nr;
-    const int64_t m = c.rows, n = c.cols, k = a.cols;
-    threads = int(std::min<int64_t>(threads, ceil_div(m, MR) * ceil_div(n, NR)));
-    // make_grid splits its first dimension first: here n, then m.
-    auto grid_for = [&](int team) {
-        const Grid g = make_grid(team, n, NR);
-        return Grid{g.tn, g.tm};
-    };
-    const Grid grid = grid_for(threads);
-    const int64_t m_slivers = ceil_div(m, MR);
-    const int64_t mc_max = std::min(mc, m_slivers * MR);
-    const int64_t a_bytes = round_up(b.kc() * mc_max * int64_t(sizeof(T)), 64);
-    char* scratch = static_cast<char*>(thread_scratch(size_t(a_bytes * threads)));
-    const bool unit_cs = c.cs == 1;
-
-    auto work = [&](int tid, int team) {
-        const Grid g = team == threads ? grid : grid_for(team);
-        const int gm = tid / g.tn, gn = tid % g.tn;
-        const int64_t r0 = std::min(m, m_slivers * gm / g.tm * MR);
-        const int64_t r1 = std::min(m, m_slivers * (gm + 1) / g.tm * MR);
-        const int64_t mc_t = r1 > r0 ? round_up(ceil_div(r1 - r0, ceil_div(r1 - r0, mc_max)), MR) : MR;
-        T* ap = reinterpret_cast<T*>(scratch + a_bytes * tid);
-        for (int64_t jc = 0; jc < n; jc += b.nc()) {
-            const int64_t nc = std::min(b.nc(), n - jc);
-            const int64_t slivers = ceil_div(nc, NR);
-            const int64_t s_lo = slivers * gn / g.tn, s_hi = slivers * (gn + 1) / g.tn;
-            if (s_lo == s_hi || r0 == r1) continue;
-            for (int64_t pc = 0; pc < k; pc += b.kc()) {
-                const int64_t kc = std::min(b.kc(), k - pc);
-                const T beta_pc = pc == 0 ? beta : T(1);
-                const Epilogue<T>* ep_pc = pc + kc == k && ep.active() ? &ep : nullptr;  // last k block
-                const T* bp = b.panel(pc, jc);
-                for (int64_t ic = r0; ic < r1; ic += mc_t) {
-                    const int64_t mc_i = std::min(mc_t, r1 - ic);
-                    uk.pack_a(mc_i, kc, a.data + ic * a.rs + pc * a.cs, a.rs, a.cs, ap);
-                    for (int64_t s = s_lo; s < s_hi; ++s) {
-                        const int64_t jr = s * NR;
-                        const int nr = int(std::min<int64_t>(NR, nc - jr));
-                        const int nv = (nr + uk.lanes - 1) / uk.lanes;
-                        for (int64_t ir = 0; ir < mc_i; ir += MR) {
-                            const int mr = int(std::min<int64_t>(MR, mc_i - ir));
-                            T* cij = c.data + (ic + ir) * c.rs + (jc + jr) * c.cs;
-                            const Epilogue<T> tile_ep = ep_pc ? ep_pc->from_column(jc + jr) : Epilogue<T>{};
-                            if (unit_cs) {
-                                uk.tiles[mr].by_nv[nv](kc, alpha, ap + ir * kc, MR, bp + jr * kc, NR, beta_pc, cij,
-                                                       c.rs, nr);
-                                if (ep_pc) uk.epilogue(mr, nr, cij, c.rs, tile_ep.bias, tile_ep.act);
-                            } else {
-                                bounce_tile(uk, kc, alpha, ap + ir * kc, bp + jr * kc, NR, beta_pc, cij, c.rs, c.cs, mr,
-                                            nr, ep_pc ? &tile_ep : nullptr);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    };
-    run_team(threads, work);
+    const View<const T> no_b{nullptr, b.rows(), b.cols(), 0, 0};  // B is only read from b's panels
+    const FloatProduct<T, T, KernelTable<T>> product{uk, {uk.pack_a, uk.pack_b}, false, alpha, beta, a, no_b, c, ep};
+    five_loops(FromPacked<FloatProduct<T, T, KernelTable<T>>>{product, b}, bs, threads, c.rows, c.cols, a.cols);
 }
 
-template void run_blocked_prepacked<float>(const KernelTable<float>&, int64_t, int, float, View<const float>,
+template void run_blocked_prepacked<float>(const KernelTable<float>&, const Blocking&, int, float, View<const float>,
                                            const PackedB<float>&, float, View<float>, const Epilogue<float>&);
-template void run_blocked_prepacked<double>(const KernelTable<double>&, int64_t, int, double, View<const double>,
-                                            const PackedB<double>&, double, View<double>, const Epilogue<double>&);
+template void run_blocked_prepacked<double>(const KernelTable<double>&, const Blocking&, int, double,
+                                            View<const double>, const PackedB<double>&, double, View<double>,
+                                            const Epilogue<double>&);
 
 }  // namespace fastgemm

@@ -7,6 +7,7 @@
 #include "blocking.hpp"
 #include "epilogue.hpp"
 #include "kernel.hpp"
+#include "packed.hpp"
 #include "scratch.hpp"
 #include "threading.hpp"
 #include "view.hpp"
@@ -42,14 +43,10 @@ void run_blocked_packed(const KernelTable<T>& uk, Packers<S, T> pk, const Blocki
 void run_blocked_pairs(const PairKernels& pk, const Blocking& bs, int threads, float alpha, View<const bfloat16_t> a,
                        View<const bfloat16_t> b, float beta, View<float> c);
 
-template <typename T>
-class PackedB;
-
 // run_blocked with B's panels taken from a PackedB packed for uk (the main tile of B's kernel
-// set): the same loops with no pack_b and no barrier (B is only read), so threads split C
-// alone, B's columns first (each streams its own part of B). mc: A's row block.
+// set): five_loops with FromPacked (no pack_b, no barrier). bs.mc: A's row block.
 template <typename T>
-void run_blocked_prepacked(const KernelTable<T>& uk, int64_t mc, int threads, T alpha, View<const T> a,
+void run_blocked_prepacked(const KernelTable<T>& uk, const Blocking& bs, int threads, T alpha, View<const T> a,
                            const PackedB<T>& b, T beta, View<T> c, const Epilogue<T>& ep = {});
 
 // How `threads` threads split one macro-kernel: tm groups along M (each its own A blocks),
@@ -75,7 +72,10 @@ inline Grid make_grid(int threads, int64_t m, int mr) {
 //   pack_b(jc, nc, pc, kc, bp, s0, s1)  slivers [s0, s1) of B's kc x nc panel at (pc, jc) into bp;
 //   pack_a(ic, mc, pc, kc, ap)  A's mc x kc block at (ic, pc) into ap;
 //   tile(ap, bp, in_place, i, j, mr, nr, pc, kc)  the mr x nr tile of C at (i, j) for the k slice
-//     [pc, pc + kc) from a packed A sliver and a packed (or in-place) B sliver.
+//     [pc, pc + kc) from a packed A sliver and a packed (or in-place) B sliver;
+//   prepacked                 (constexpr) false, or true for a FromPacked<P>: B's panels are read
+//     from its store, blocked as the store is (no pack_b, no barrier: B is only read), and
+//     threads split C alone, B's columns first (each streams its own part of B).
 // Never splits k, so the result is bitwise the same for any thread count.
 template <typename P>
 void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t n, int64_t k) {
@@ -84,22 +84,30 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
     threads = int(std::min<int64_t>(threads, ceil_div(m, MR) * ceil_div(n, NR)));
 
     // Even splits: no thin tail block in k, n or m.
-    const int64_t kc_max = round_up(ceil_div(k, ceil_div(k, bs.kc)), p.k_align);
-    const int64_t nc_max = round_up(ceil_div(n, ceil_div(n, bs.nc)), NR);
-    const Grid grid = make_grid(threads, m, MR);
+    int64_t kc_max = 0, nc_max = 0;
+    if constexpr (P::prepacked) kc_max = p.store.kc(), nc_max = p.store.nc();
+    else kc_max = even_block(k, bs.kc, p.k_align), nc_max = even_block(n, bs.nc, NR);
+    auto grid_for = [&](int team) {
+        if constexpr (P::prepacked) {
+            const Grid g = make_grid(team, n, NR);  // make_grid splits its first dimension first: here n
+            return Grid{g.tn, g.tm};
+        } else {
+            return make_grid(team, m, MR);
+        }
+    };
+    const Grid grid = grid_for(threads);
     const int64_t m_slivers = ceil_div(m, MR);
     // Largest A block any thread packs (each thread cuts its rows into blocks in `work`).
     const int64_t mc_max = std::min(bs.mc, m_slivers * MR);
 
-    const int64_t b_bytes = round_up(nc_max / NR * p.b_sliver(kc_max), 64);
+    const int64_t b_bytes = P::prepacked ? 0 : round_up(nc_max / NR * p.b_sliver(kc_max), 64);
     const int64_t a_bytes = round_up(ceil_div(mc_max, MR) * p.a_sliver(kc_max), 64);
     char* scratch = static_cast<char*>(thread_scratch(size_t(b_bytes + a_bytes * threads)));
-    char* bp = scratch;
 
     // One thread's share of the five loops; `team` threads run it together.
     auto work = [&](int tid, int team) {
         // The runtime may give fewer threads than asked: re-derive the grid from the team.
-        const Grid g = team == threads ? grid : make_grid(team, m, MR);
+        const Grid g = team == threads ? grid : grid_for(team);
         const int gm = tid / g.tn, gn = tid % g.tn;
         // This thread's rows: an equal share of MR slivers, cut into equal blocks of at most
         // MC (dealt round-robin, MC blocks left one thread a short block behind).
@@ -111,14 +119,22 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
         for (int64_t jc = 0; jc < n; jc += nc_max) {
             const int64_t nc = std::min(nc_max, n - jc);
             const int64_t slivers = ceil_div(nc, NR);
-            const int64_t in_place = p.in_place(nc);  // slivers read from B itself
+            const int64_t s_lo = slivers * gn / g.tn, s_hi = slivers * (gn + 1) / g.tn;
+            if constexpr (P::prepacked)
+                if (s_lo == s_hi || r0 == r1) continue;  // nothing to do here, no barrier to meet
+            const int64_t in_place = p.in_place(nc);     // slivers read from B itself
             const int64_t packed = slivers - in_place;
             for (int64_t pc = 0; pc < k; pc += kc_max) {
                 const int64_t kc = std::min(kc_max, k - pc);
                 const int64_t a_sl = p.a_sliver(kc), b_sl = p.b_sliver(kc);
-                p.pack_b(jc, nc, pc, kc, bp, in_place + packed * tid / team, in_place + packed * (tid + 1) / team);
-                if (team > 1) team_barrier();
-                const int64_t s_lo = slivers * gn / g.tn, s_hi = slivers * (gn + 1) / g.tn;
+                const char* bp = scratch;
+                if constexpr (P::prepacked) {
+                    bp = p.store.panel_bytes(pc, jc);
+                } else {
+                    p.pack_b(jc, nc, pc, kc, scratch, in_place + packed * tid / team,
+                             in_place + packed * (tid + 1) / team);
+                    if (team > 1) team_barrier();
+                }
                 for (int64_t ic = r0; ic < r1; ic += mc_t) {
                     const int64_t mc = std::min(mc_t, r1 - ic);
                     p.pack_a(ic, mc, pc, kc, ap);
@@ -132,12 +148,23 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
                     }
                 }
                 // The B panel is repacked next round: everyone must be done reading it.
-                if (team > 1) team_barrier();
+                if constexpr (!P::prepacked)
+                    if (team > 1) team_barrier();
             }
         }
     };
 
     run_team(threads, work);
 }
+
+// Product P (FloatProduct, Int8Product) with B's panels read from `store`, packed beforehand
+// by P's pack_b for P's tile (a PackedB, a PackedInt8B): see five_loops.
+template <typename P>
+struct FromPacked : P {
+    static constexpr bool prepacked = true;
+    const PackedPanels& store;
+    int64_t in_place(int64_t) const { return 0; }
+    int64_t b_sliver(int64_t kc) const { return store.sliver_bytes(kc); }
+};
 
 }  // namespace fastgemm

@@ -2,11 +2,13 @@
 
 #include <cstring>
 #include <stdexcept>
+#include <type_traits>
 
 #include "blocking.hpp"
 #include "cpu.hpp"
 #include "dispatch.hpp"
 #include "driver.hpp"
+#include "packed.hpp"
 #include "paths.hpp"
 #include "threading.hpp"
 
@@ -42,6 +44,7 @@ struct Int8Product {
     int64_t k;
     int mr = t.mr, nr = t.nr;
     int64_t k_align = t.kgroup;  // slices of whole k groups: no padding inside a product
+    static constexpr bool prepacked = false;
 
     int64_t a_sliver(int64_t kc) const { return round_up(kc, t.kgroup) * mr * t.a_size; }
     int64_t b_sliver(int64_t kc) const { return int8_b_sliver_bytes(kc, t.kgroup, nr, t.b_size, t.b_sums); }
@@ -86,17 +89,26 @@ struct Int8Product {
     }
 };
 
+// B of a product: an int8 matrix, packed as the product runs on the active kernel set, or a
+// PackedInt8B, packed for its own kernel set (one read of the active set per call: a concurrent
+// set_kernel must not mix two kernels in a call).
+const KernelSet& kernels_for(View<const int8_t>) { return active_kernels(); }
+const KernelSet& kernels_for(const PackedInt8B& b) { return b.kernels(); }
+View<const int8_t> shape_of(View<const int8_t> b) { return b; }
+View<const int8_t> shape_of(const PackedInt8B& b) { return {nullptr, b.rows(), b.cols(), b.cols(), 1}; }
+
 // m, n, k >= 1.
-template <typename A>
-void run(View<const A> a, View<const int8_t> b, char* c, int64_t rsc, int64_t csc, bool accumulate, const float* scale,
-         int64_t scale_inc, const Epilogue<float>& ep) {
-    // One read of the active set: a concurrent set_kernel must not mix two kernels in a call.
-    const KernelSet& ks = active_kernels();
+template <typename A, typename B>
+void run(const KernelSet& ks, View<const A> a, const B& b, char* c, int64_t rsc, int64_t csc, bool accumulate,
+         const float* scale, int64_t scale_inc, const Epilogue<float>& ep) {
     const Int8Kernels& ik = int8_kernels(ks);
-    const Int8Table<A>& t = table_of<A>(ik);
-    const int64_t m = a.rows, n = b.cols, k = a.cols;
-    five_loops(Int8Product<A>{t, a, b, c, rsc, csc, accumulate, scale, scale_inc, ks.f32, ep, k}, int8_blocking(ik),
-               threads_for(m, n, k), m, n, k);
+    const View<const int8_t> vb = shape_of(b);
+    const int64_t m = a.rows, n = vb.cols, k = a.cols;
+    const Int8Product<A> product{table_of<A>(ik), a, vb, c, rsc, csc, accumulate, scale, scale_inc, ks.f32, ep, k};
+    const int threads = threads_for(m, n, k);
+    if constexpr (std::is_same_v<B, PackedInt8B>)
+        five_loops(FromPacked<Int8Product<A>>{product, b}, int8_blocking(ik), threads, m, n, k);
+    else five_loops(product, int8_blocking(ik), threads, m, n, k);
 }
 
 }  // namespace
@@ -119,9 +131,9 @@ Blocking int8_blocking(const Int8Kernels& ik) {
     return bs;
 }
 
-template <typename A>
-void gemm_int8(View<const A> a, View<const int8_t> b, bool accumulate, View<int32_t> c) {
-    check_single(a, b, c);
+template <typename A, typename B>
+void gemm_int8(View<const A> a, const B& b, bool accumulate, View<int32_t> c) {
+    check_single(a, shape_of(b), c);
     if (c.rows == 0 || c.cols == 0) return;
     if (a.cols == 0) {
         if (!accumulate)
@@ -129,30 +141,35 @@ void gemm_int8(View<const A> a, View<const int8_t> b, bool accumulate, View<int3
                 for (int64_t j = 0; j < c.cols; ++j) c.data[i * c.rs + j * c.cs] = 0;
         return;
     }
-    run<A>(a, b, reinterpret_cast<char*>(c.data), c.rs, c.cs, accumulate, nullptr, 0, Epilogue<float>{});
+    run<A>(kernels_for(b), a, b, reinterpret_cast<char*>(c.data), c.rs, c.cs, accumulate, nullptr, 0,
+           Epilogue<float>{});
 }
 
-template <typename A>
-void gemm_int8_scaled(View<const A> a, View<const int8_t> b, const float* scale, int64_t scale_inc, View<float> c,
+template <typename A, typename B>
+void gemm_int8_scaled(View<const A> a, const B& b, const float* scale, int64_t scale_inc, View<float> c,
                       const Epilogue<float>& ep) {
-    check_single(a, b, c);
+    check_single(a, shape_of(b), c);
     if (!scale || (scale_inc != 0 && scale_inc != 1))
         throw std::invalid_argument("gemm_int8_scaled: one scale, or one per column of C");
     if (c.rows == 0 || c.cols == 0) return;
+    const KernelSet& ks = kernels_for(b);
     if (a.cols == 0) {
         for (int64_t i = 0; i < c.rows; ++i)
             for (int64_t j = 0; j < c.cols; ++j) c.data[i * c.rs + j * c.cs] = 0.0f * scale[j * scale_inc];
-        if (ep.active()) apply_epilogue(active_kernels().f32, c, ep);
+        if (ep.active()) apply_epilogue(ks.f32, c, ep);
         return;
     }
-    run<A>(a, b, reinterpret_cast<char*>(c.data), c.rs, c.cs, false, scale, scale_inc, ep);
+    run<A>(ks, a, b, reinterpret_cast<char*>(c.data), c.rs, c.cs, false, scale, scale_inc, ep);
 }
 
-template void gemm_int8<uint8_t>(View<const uint8_t>, View<const int8_t>, bool, View<int32_t>);
-template void gemm_int8<int8_t>(View<const int8_t>, View<const int8_t>, bool, View<int32_t>);
-template void gemm_int8_scaled<uint8_t>(View<const uint8_t>, View<const int8_t>, const float*, int64_t, View<float>,
-                                        const Epilogue<float>&);
-template void gemm_int8_scaled<int8_t>(View<const int8_t>, View<const int8_t>, const float*, int64_t, View<float>,
-                                       const Epilogue<float>&);
+#define FASTGEMM_INT8(A, B)                                                                           \
+    template void gemm_int8<A, B>(View<const A>, const B&, bool, View<int32_t>);                      \
+    template void gemm_int8_scaled<A, B>(View<const A>, const B&, const float*, int64_t, View<float>, \
+                                         const Epilogue<float>&);
+FASTGEMM_INT8(uint8_t, View<const int8_t>)
+FASTGEMM_INT8(int8_t, View<const int8_t>)
+FASTGEMM_INT8(uint8_t, PackedInt8B)
+FASTGEMM_INT8(int8_t, PackedInt8B)
+#undef FASTGEMM_INT8
 
 }  // namespace fastgemm

@@ -11,18 +11,25 @@
 
 namespace fastgemm {
 
+class PackedInt8B;
+
+// A is uint8_t or int8_t; B is View<const int8_t>, or a PackedInt8B (packed.hpp), whose kernel
+// set (which need not be the active one) the product then runs on. Instantiated in
+// gemm_int8.cpp for these four pairs.
+
 // C (int32) = A @ B, or C += A @ B when `accumulate`: every product exact, every sum modulo 2^32
 // (two's complement wrap-around, as NumPy's int32 matmul). Results do not depend on the thread
-// count or the kernel. Throws std::invalid_argument / std::overflow_error as gemm() does.
-template <typename A>
-void gemm_int8(View<const A> a, View<const int8_t> b, bool accumulate, View<int32_t> c);
+// count, the kernel or whether B was pre-packed. Throws std::invalid_argument /
+// std::overflow_error as gemm() does.
+template <typename A, typename B>
+void gemm_int8(View<const A> a, const B& b, bool accumulate, View<int32_t> c);
 
 // Dequantisation: C (float32) = float(A @ B) * scale[j * scale_inc] for column j, the int32 sum
 // (as gemm_int8 computes it) rounded once to float32 and then multiplied. scale_inc is 0 (one
 // scale) or 1 (n scales). C is never read. `ep` (bias per column, activation) then runs on each
 // dequantised tile while it is in L1, as gemm's epilogue does.
-template <typename A>
-void gemm_int8_scaled(View<const A> a, View<const int8_t> b, const float* scale, int64_t scale_inc, View<float> c,
+template <typename A, typename B>
+void gemm_int8_scaled(View<const A> a, const B& b, const float* scale, int64_t scale_inc, View<float> c,
                       const Epilogue<float>& ep = {});
 
 // The int8 kernels products on kernel set ks run on this CPU: ks.int8, or its `better` variant
@@ -32,12 +39,5 @@ const Int8Kernels& int8_kernels(const KernelSet& ks);
 // MC / KC / NC of the int8 kernels ik (the uint8 and int8 tables share their tile and packing
 // sizes): blocking_for's model for the packed element size, KC a whole number of k-groups.
 Blocking int8_blocking(const Int8Kernels& ik);
-
-extern template void gemm_int8<uint8_t>(View<const uint8_t>, View<const int8_t>, bool, View<int32_t>);
-extern template void gemm_int8<int8_t>(View<const int8_t>, View<const int8_t>, bool, View<int32_t>);
-extern template void gemm_int8_scaled<uint8_t>(View<const uint8_t>, View<const int8_t>, const float*, int64_t,
-                                               View<float>, const Epilogue<float>&);
-extern template void gemm_int8_scaled<int8_t>(View<const int8_t>, View<const int8_t>, const float*, int64_t,
-                                              View<float>, const Epilogue<float>&);
 
 }  // namespace fastgemm

@@ -7,52 +7,91 @@
 
 #include "blocking.hpp"
 #include "driver.hpp"
+#include "gemm_int8.hpp"
 #include "paths.hpp"
 #include "threading.hpp"
 
 namespace fastgemm {
 
-template <typename T>
-PackedB<T>::PackedB(const KernelSet& ks, View<const T> b) : ks_(&ks), k_(b.rows), n_(b.cols) {
-    const KernelTable<T>& uk = main_table<T>(ks);
-    extent(b);
-    nr_ = uk.nr;
-    const Blocking bs = blocking_for(uk.mr, uk.nr, int(sizeof(T)));
+PackedPanels::PackedPanels(const KernelSet& ks, int64_t k, int64_t n, const Blocking& bs, Format f)
+    : ks_(&ks), k_(k), n_(n), f_(f) {
     // Even splits, as the driver makes them: no thin tail slice or panel.
-    kc_ = k_ > 0 ? ceil_div(k_, ceil_div(k_, bs.kc)) : 1;
-    nc_ = n_ > 0 ? round_up(ceil_div(n_, ceil_div(n_, bs.nc)), nr_) : nr_;
-    // Every column of panels is k deep; all but the last are nc wide, the last padded to NR.
-    const int64_t width = n_ > 0 ? checked_add(checked_mul(n_ / nc_, nc_), round_up(n_ % nc_, nr_)) : 0;
-    size_ = checked_mul(k_, width);
-    checked_mul(size_, int64_t(sizeof(T)));  // the bytes must be countable too
-    if (size_ == 0) return;
-    store_.allocate(std::size_t(size_) * sizeof(T));
-    for (int64_t jc = 0; jc < n_; jc += nc_) {
-        const int64_t nc = std::min(nc_, n_ - jc);
-        for (int64_t pc = 0; pc < k_; pc += kc_)
-            uk.pack_b(std::min(kc_, k_ - pc), nc, b.data + pc * b.rs + jc * b.cs, b.rs, b.cs,
-                      const_cast<T*>(panel(pc, jc)), 0, ceil_div(nc, nr_));
-    }
+    kc_ = k_ > 0 ? even_block(k_, bs.kc, f_.group) : f_.group;
+    nc_ = n_ > 0 ? even_block(n_, bs.nc, f_.nr) : f_.nr;
+    slice_bytes_ = sliver_bytes(kc_);
+    column_bytes_ = checked_add(checked_mul(k_ / kc_, slice_bytes_), k_ % kc_ ? sliver_bytes(k_ % kc_) : 0);
+    size_ = checked_mul(ceil_div(n_, f_.nr), column_bytes_);
+    if (size_ > 0) store_.allocate(std::size_t(size_));
 }
 
-template <typename T>
-void PackedB<T>::unpack(View<T> out) const {
+template <typename F>
+void PackedPanels::fill(F pack) {
+    for (int64_t jc = 0; jc < n_; jc += nc_)
+        for (int64_t pc = 0; pc < k_; pc += kc_)
+            pack(pc, jc, std::min(kc_, k_ - pc), std::min(nc_, n_ - jc), const_cast<char*>(panel_bytes(pc, jc)));
+}
+
+template <typename E, typename Out>
+void PackedPanels::unpack_as(View<Out> out) const {
     if (out.rows != k_ || out.cols != n_)
         throw std::invalid_argument("unpack: B is " + shape_str(k_, n_) + ", the output " +
                                     shape_str(out.rows, out.cols));
     extent(out);
+    const int nr = f_.nr, g = f_.group;
     for (int64_t jc = 0; jc < n_; jc += nc_) {
         const int64_t nc = std::min(nc_, n_ - jc);
         for (int64_t pc = 0; pc < k_; pc += kc_) {
-            const int64_t kc = std::min(kc_, k_ - pc);
-            const T* bp = panel(pc, jc);
+            const int64_t kc = std::min(kc_, k_ - pc), sliver = sliver_bytes(kc);
+            const char* bp = panel_bytes(pc, jc);
             for (int64_t j = 0; j < nc; ++j) {
-                const T* src = bp + j / nr_ * nr_ * kc + j % nr_;
-                T* dst = out.data + pc * out.rs + (jc + j) * out.cs;
-                for (int64_t p = 0; p < kc; ++p) dst[p * out.rs] = src[p * nr_];
+                // Element p of column j: group p / g of the sliver, position p % g in it.
+                const E* src = reinterpret_cast<const E*>(bp + j / nr * sliver) + j % nr * g;
+                Out* dst = out.data + pc * out.rs + (jc + j) * out.cs;
+                for (int64_t q = 0; q < kc; q += g)
+                    for (int64_t r = q; r < std::min<int64_t>(q + g, kc); ++r)
+                        dst[r * out.rs] = Out(src[q * nr + r - q]);
             }
         }
     }
+}
+
+template <typename T>
+PackedB<T>::PackedB(const KernelSet& ks, View<const T> b)
+    : PackedPanels(ks, b.rows, b.cols, blocking_for(main_table<T>(ks).mr, main_table<T>(ks).nr, int(sizeof(T))),
+                   Format{main_table<T>(ks).nr, 1, int(sizeof(T)), false, 1}) {
+    extent(b);
+    const KernelTable<T>& uk = main_table<T>(ks);
+    fill([&](int64_t pc, int64_t jc, int64_t kc, int64_t nc, char* dst) {
+        uk.pack_b(kc, nc, b.data + pc * b.rs + jc * b.cs, b.rs, b.cs, reinterpret_cast<T*>(dst), 0,
+                  ceil_div(nc, uk.nr));
+    });
+}
+
+template <typename T>
+void PackedB<T>::unpack(View<T> out) const {
+    unpack_as<T, T>(out);
+}
+
+namespace {
+
+// Layout of the int8 A table's pack_b (the uint8 table's slivers are the same but for the sums).
+PackedPanels::Format int8_format(const Int8Table<int8_t>& t) { return {t.nr, t.kgroup, t.b_size, t.b_sums, 64}; }
+
+}  // namespace
+
+PackedInt8B::PackedInt8B(const KernelSet& ks, View<const int8_t> b)
+    : PackedPanels(ks, b.rows, b.cols, int8_blocking(int8_kernels(ks)), int8_format(int8_kernels(ks).s8)),
+      ik_(&int8_kernels(ks)) {
+    extent(b);
+    const Int8Table<int8_t>& t = ik_->s8;
+    fill([&](int64_t pc, int64_t jc, int64_t kc, int64_t nc, char* dst) {
+        t.pack_b(kc, nc, b.data + pc * b.rs + jc * b.cs, b.rs, b.cs, dst, 0, ceil_div(nc, t.nr));
+    });
+}
+
+void PackedInt8B::unpack(View<int8_t> out) const {
+    if (ik_->s8.b_size == 1) unpack_as<int8_t, int8_t>(out);
+    else unpack_as<int16_t, int8_t>(out);  // widened while packing (vpmaddwd, scalar, NEON)
 }
 
 template <typename T>
@@ -85,7 +124,7 @@ void gemm(T alpha, View<const T> a, const PackedB<T>& b, T beta, View<T> c, cons
             }
         });
     } else {
-        run_blocked_prepacked(uk, blocking_for(uk.mr, uk.nr, int(sizeof(T))).mc, threads, alpha, a, b, beta, c, ep);
+        run_blocked_prepacked(uk, blocking_for(uk.mr, uk.nr, int(sizeof(T))), threads, alpha, a, b, beta, c, ep);
     }
     flags.settle([&] { return has_nan(c); });
 }

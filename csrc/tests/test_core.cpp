@@ -786,11 +786,12 @@ void packed_b(const fastgemm::KernelSet& ks) {
     });
 }
 
-// int8 products (gemm_int8, gemm_int8_scaled): A uint8 or int8, B int8, against an int64 sum
-// wrapped to int32, and its float32 rounding times the scale; C exact-sized and between guards.
+// int8 products (gemm_int8, gemm_int8_scaled): A uint8 or int8, B int8 (or a PackedInt8B made
+// from it), against an int64 sum wrapped to int32, and its float32 rounding times the scale; C
+// exact-sized and between guards.
 template <typename A>
 void run_int8_case(const char* kernel, int64_t m, int64_t n, int64_t k, Layout la, Layout lb, Layout lc,
-                   bool accumulate, bool scaled, bool extremes) {
+                   bool accumulate, bool scaled, bool extremes, bool packed = false) {
     Placed<A> a(m, k, la, 0, A(0));
     Placed<int8_t> b(k, n, lb, 0, 0);
     for (int64_t i = 0; i < m; ++i)
@@ -805,17 +806,24 @@ void run_int8_case(const char* kernel, int64_t m, int64_t n, int64_t k, Layout l
     for (int32_t& x : c0) x = int32_t(uniform() * 2e9);
     for (int64_t guard : {int64_t(64), int64_t(0)}) {
         char what[256];
-        std::snprintf(what, sizeof what, "%s int8 %s m=%lld n=%lld k=%lld A=%s B=%s C=%s%s%s%s", kernel,
+        std::snprintf(what, sizeof what, "%s int8 %s m=%lld n=%lld k=%lld A=%s B=%s%s C=%s%s%s%s", kernel,
                       std::numeric_limits<A>::min() == 0 ? "u8" : "s8", (long long)m, (long long)n, (long long)k,
-                      kLayoutName[la], kLayoutName[lb], kLayoutName[lc], guard ? "+guards" : "",
-                      accumulate ? " accumulate" : "", scaled ? " scaled" : "");
+                      kLayoutName[la], kLayoutName[lb], packed ? " packed" : "", kLayoutName[lc],
+                      guard ? "+guards" : "", accumulate ? " accumulate" : "", scaled ? " scaled" : "");
         Placed<int32_t> c(m, n, lc, guard, int32_t(0x5a5a5a5a));
         Placed<float> cf(m, n, lc, guard, -12345.0f);
         for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) c.at(i, j) = c0[size_t(i * n + j)];
         try {
-            if (scaled) fastgemm::gemm_int8_scaled<A>(a.cview(), b.cview(), scale.data(), 1, cf.view());
-            else fastgemm::gemm_int8<A>(a.cview(), b.cview(), accumulate, c.view());
+            if (packed) {
+                const fastgemm::PackedInt8B pb(fastgemm::active_kernels(), b.cview());
+                if (scaled) fastgemm::gemm_int8_scaled<A>(a.cview(), pb, scale.data(), 1, cf.view());
+                else fastgemm::gemm_int8<A>(a.cview(), pb, accumulate, c.view());
+            } else if (scaled) {
+                fastgemm::gemm_int8_scaled<A>(a.cview(), b.cview(), scale.data(), 1, cf.view());
+            } else {
+                fastgemm::gemm_int8<A>(a.cview(), b.cview(), accumulate, c.view());
+            }
         } catch (const std::exception& e) {
             report(false, std::string(what) + ": threw " + e.what());
             continue;
@@ -860,9 +868,10 @@ void run_int8(const fastgemm::KernelSet& ks) {
     int idx = 0;
     for (const auto& s : shapes) {
         if (s[0] < 0 || s[1] < 0 || s[2] < 0) continue;
-        for (int mode = 0; mode < 3; ++mode, ++idx)
+        for (int mode = 0; mode < 5; ++mode, ++idx)  // 3, 4: B pre-packed
             run_int8_case<A>(ks.name, s[0], s[1], s[2], Layout(idx % kLayouts), Layout((idx / 4) % kLayouts),
-                             Layout((idx / 2 + 1) % kLayouts), mode == 1, mode == 2, false);
+                             Layout((idx / 2 + 1) % kLayouts), mode == 1 || mode == 3, mode == 2 || mode == 4, false,
+                             mode >= 3);
     }
     for (int lc = 0; lc < kLayouts; ++lc)
         for (int mode = 0; mode < 3; ++mode)
@@ -871,6 +880,7 @@ void run_int8(const fastgemm::KernelSet& ks) {
     // Past the int32 range (u8: K > 65793, s8: K > 131071): wraps modulo 2^32, never saturates.
     const int64_t k_wrap = std::numeric_limits<A>::min() == 0 ? 65794 : 131072;
     run_int8_case<A>(ks.name, 2, 3, k_wrap, kRowMajor, kRowMajor, kRowMajor, false, false, true);
+    run_int8_case<A>(ks.name, 2, 3, k_wrap, kRowMajor, kColMajor, kRowMajor, false, false, true, true);
 }
 
 }  // namespace

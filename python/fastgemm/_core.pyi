@@ -118,9 +118,9 @@ def numpy_inner(a: Any, b: Any, /) -> Any: ...
 def set_numpy_originals(dot: Any, inner: Any) -> None: ...
 def numpy_dot_calls() -> dict[str, _LoopCalls]: ...
 
-# packed.cpp: a pre-packed B (core PackedB<T>) for the kernel active when it was made, and
-# c = alpha * a @ b + beta * c with it (on the kernel it was packed for). _Packed is a typing
-# base only: the module has the two classes.
+# packed.cpp: a pre-packed B (core PackedB<T>, PackedInt8B) for the kernel active when it was
+# made, and c = alpha * a @ b + beta * c with it (on the kernel it was packed for); int8.cpp
+# takes a PackedI8. _Packed is a typing base only: the module has the three classes.
 class _Packed:
     def __init__(self, b: _Array) -> None: ...
     @property
@@ -141,6 +141,7 @@ class _Packed:
 
 class PackedF32(_Packed): ...
 class PackedF64(_Packed): ...
+class PackedI8(_Packed): ...
 
 def sgemm_packed(
     a: _Array, b: PackedF32, c: _Array, alpha: float, beta: float, bias: _Array | None = None, activation: int = 0
@@ -149,8 +150,8 @@ def dgemm_packed(
     a: _Array, b: PackedF64, c: _Array, alpha: float, beta: float, bias: _Array | None = None, activation: int = 0
 ) -> None: ...
 
-# int8.cpp: uint8 / int8 a times int8 b. gemm_int8: int32 c = a @ b (c += a @ b when accumulate);
-# gemm_int8_scaled: float32 c = scale * (a @ b), scale a contiguous float32 array of 1 or n values.
+# int8.cpp: uint8 / int8 a times int8 b (an array or a PackedI8). gemm_int8: int32 c = a @ b
+# (c += a @ b when accumulate); gemm_int8_scaled: float32 c = scale * (a @ b), scale a contiguous float32 array of 1 or n values.
 # int8_info: the int8 kernels kernel set `name` runs on this CPU, their tile and blocking.
 class _Int8Info(TypedDict):
     isa: str
@@ -161,8 +162,8 @@ class _Int8Info(TypedDict):
     kc: int
     nc: int
 
-def gemm_int8(a: _Array, b: _Array, c: _Array, accumulate: bool) -> None: ...
+def gemm_int8(a: _Array, b: _Array | PackedI8, c: _Array, accumulate: bool) -> None: ...
 def gemm_int8_scaled(
-    a: _Array, b: _Array, scale: _Array, c: _Array, bias: _Array | None = None, activation: int = 0
+    a: _Array, b: _Array | PackedI8, scale: _Array, c: _Array, bias: _Array | None = None, activation: int = 0
 ) -> None: ...
 def int8_info(name: str) -> _Int8Info: ...

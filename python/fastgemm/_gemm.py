@@ -189,17 +189,17 @@ def gemm(
     float32 C; ``c`` may be float32 or the inputs' type (computed in float32, rounded once to
     nearest even). Mixed bfloat16 / float16 operands raise TypeError.
 
-    With uint8 or int8 ``a`` and int8 ``b``: an exact int32 C (``beta=1`` adds to an int32 ``c``;
-    ``alpha`` must be 1), or with ``scale`` (a real number, or a float32 vector of one value per
-    column of C) a float32 C = scale * (op(A) @ op(B)). Past K = 65793 (uint8 a) or 131071 (int8 a)
-    the int32 sums wrap around modulo 2^32, as NumPy's int32 matmul does. Other integer operands
-    raise TypeError.
+    With uint8 or int8 ``a`` and int8 ``b`` (an array, or an int8 PackedMatrix): an exact int32 C
+    (``beta=1`` adds to an int32 ``c``; ``alpha`` must be 1), or with ``scale`` (a real number, or a
+    float32 vector of one value per column of C) a float32 C = scale * (op(A) @ op(B)). Past
+    K = 65793 (uint8 a) or 131071 (int8 a) the int32 sums wrap around modulo 2^32, as NumPy's int32
+    matmul does. Other integer operands raise TypeError.
     """
     fused = bias is not None or activation is not None
     r = NotImplemented if fused or scale is not None else _core.gemm_call(a, b, c, alpha, beta, trans_a, trans_b)
     if r is not NotImplemented:
         return r
-    if isinstance(b, _packed.PackedMatrix):
+    if isinstance(b, _packed.PackedMatrix) and b.dtype.kind == "f" and scale is None:
         return _packed.gemm("gemm", b.dtype, a, b, c, alpha, beta, trans_a, trans_b, bias, activation)
     dt = a.dtype if isinstance(a, np.ndarray) else np.asarray(a).dtype
     if _int8.wants_int8(dt, b, scale):

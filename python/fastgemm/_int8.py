@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _core, _epilogue, _lowp
+from . import _core, _epilogue, _lowp, _packed
 from ._layout import core_target, new_or_given_c, readable_beside, write_back
 
 _U8 = np.dtype(np.uint8)
@@ -30,10 +30,11 @@ EXACT_MAX_K = {_U8: 65793, _I8: 131071}
 
 
 def wants_int8(a_dt: np.dtype[Any], b: Any, scale: Any) -> bool:
-    """Whether fastgemm.gemm hands the call to this module: an integer operand, or scale= given."""
+    """Whether fastgemm.gemm hands the call to this module: an integer operand (an int8
+    PackedMatrix too), or scale= given."""
     if scale is not None or a_dt.kind in "iu":
         return True
-    b_dt = b.dtype if isinstance(b, np.ndarray) else None
+    b_dt = b.dtype if isinstance(b, (np.ndarray, _packed.PackedMatrix)) else None
     return b_dt is not None and b_dt.kind in "iu"
 
 
@@ -75,11 +76,14 @@ def gemm(
     activation: Any = None,
 ) -> np.ndarray:
     """C = op(A) @ op(B) (int32, exact; beta=1 adds it to an int32 ``c``), or with ``scale`` a
-    float32 C = act(scale * (op(A) @ op(B)) + bias). Every argument is checked before anything is
-    computed; alpha, beta, transposes are already parsed by fastgemm.gemm."""
+    float32 C = act(scale * (op(A) @ op(B)) + bias). ``b`` an array or a PackedMatrix. Every
+    argument is checked before anything is computed; alpha, beta, transposes are already parsed
+    by fastgemm.gemm."""
     fn = "gemm"
     a = _matrix(a, "a", fn)
-    b = _matrix(b, "b", fn)
+    packed = isinstance(b, _packed.PackedMatrix)
+    if not packed:
+        b = _matrix(b, "b", fn)
     if scale is not None and a.dtype.kind not in "iu" and b.dtype.kind not in "iu":
         raise TypeError(f"{fn}: scale= dequantises int8 products; a is {a.dtype} (use alpha= to scale it)")
     if a.dtype not in (_U8, _I8) or b.dtype != _I8:
@@ -101,8 +105,10 @@ def gemm(
             f"{fn}: bias= / activation= on an int8 product need scale= (the epilogue runs on the dequantised "
             f"float32 C; the int32 C is exact)"
         )
+    if packed:
+        _packed.refuse_trans_b(trans_b, fn)
     opa = a.T if trans_a else a
-    opb = b.T if trans_b else b
+    opb = b._stand_in() if packed else b.T if trans_b else b
     out_dt = _I32 if scale is None else _F32
     given = c is not None
     c = new_or_given_c(opa, opb, c, beta, out_dt, fn)
@@ -119,9 +125,10 @@ def gemm(
     opa, opb = readable_beside(c, opa, opb, fn)
     if s is not None and np.may_share_memory(c, s):
         s = s.copy()
+    core_b = b._for_active_kernel() if packed else opb
     target = core_target(c, beta)
     if s is None:
-        _core.gemm_int8(opa, opb, target, beta == 1.0)
+        _core.gemm_int8(opa, core_b, target, beta == 1.0)
     else:
-        _core.gemm_int8_scaled(opa, opb, s, target, *epi)
+        _core.gemm_int8_scaled(opa, core_b, s, target, *epi)
     return write_back(c, target)

@@ -13,12 +13,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import _core, _epilogue, _gemm
+from . import _core, _epilogue, _gemm, _int8
 from ._layout import addressable, core_target, new_or_given_c, readable_beside, write_back
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
-_PACKERS: dict[np.dtype[Any], Any] = {_F32: _core.PackedF32, _F64: _core.PackedF64}
+_I8 = np.dtype(np.int8)
+_I32 = np.dtype(np.int32)
+_PACKERS: dict[np.dtype[Any], Any] = {_F32: _core.PackedF32, _F64: _core.PackedF64, _I8: _core.PackedI8}
 _GEMM: dict[np.dtype[Any], Any] = {_F32: _core.sgemm_packed, _F64: _core.dgemm_packed}
 
 
@@ -26,7 +28,9 @@ class PackedMatrix:
     """A matrix B (k x n) copied once into the packed layout of a kernel, made by :func:`pack`.
 
     Pass it as ``b`` to :func:`fastgemm.gemm`, :func:`fastgemm.sgemm`, :func:`fastgemm.dgemm` or
-    :func:`fastgemm.matmul` (also ``x @ p``): the product then skips packing B. It owns its
+    :func:`fastgemm.matmul` (also ``x @ p``): the product then skips packing B. An int8 one is
+    taken by :func:`fastgemm.gemm` (uint8 or int8 ``a``, ``scale=`` as for an int8 array) and
+    :func:`fastgemm.matmul` (an int32 result); one packed B serves both types of ``a``. It owns its
     memory (changing or deleting the array it was packed from changes nothing), exposes no
     writable buffer, pickles as its unpacked values, and compares equal to another
     PackedMatrix of the same shape, dtype and values. After :func:`fastgemm.set_kernel` the
@@ -34,7 +38,7 @@ class PackedMatrix:
     """
 
     __slots__ = ("_packed", "_dtype", "__weakref__")
-    _packed: Any  # _core.PackedF32 or PackedF64
+    _packed: Any  # _core.PackedF32, PackedF64 or PackedI8
     _dtype: np.dtype[Any]
     # NumPy defers to __rmatmul__ for ``x @ p`` (and refuses its ufuncs on a PackedMatrix).
     __array_ufunc__ = None
@@ -68,6 +72,10 @@ class PackedMatrix:
     def kernel(self) -> str:
         """Name of the kernel (:func:`fastgemm.get_kernel`) the layout is for."""
         return str(self._packed.kernel)
+
+    def _stand_in(self) -> np.ndarray:
+        """An array of B's shape and dtype for the shared checks of C (one element, read by nothing)."""
+        return np.broadcast_to(np.zeros((), self._dtype), self.shape)
 
     def unpack(self) -> np.ndarray:
         """A new C-ordered (k, n) array holding B's values."""
@@ -105,7 +113,7 @@ class PackedMatrix:
 def pack(b: npt.ArrayLike, *, trans: _gemm.Trans = False) -> PackedMatrix:
     """Copy B once into the packed layout of the kernel in use; returns a :class:`PackedMatrix`.
 
-    ``b`` is a 2-D float32 or float64 array (any strides, native byte order) holding B, k x n;
+    ``b`` is a 2-D float32, float64 or int8 array (any strides, native byte order) holding B, k x n;
     with ``trans=True`` it holds W, n x k, as a linear layer stores its weights, and B = W.T
     (``trans`` takes what ``trans_b`` of :func:`fastgemm.gemm` takes). The whole of B is
     packed, blocked as the kernel blocks a product; the copy is independent of ``b``.
@@ -117,9 +125,18 @@ def pack(b: npt.ArrayLike, *, trans: _gemm.Trans = False) -> PackedMatrix:
     x = b if isinstance(b, np.ndarray) else np.asarray(b)
     dtype = x.dtype.newbyteorder("=")
     if dtype not in _PACKERS:
-        raise TypeError(f"{fn}: b must have dtype float32 or float64, got {x.dtype}")
+        raise TypeError(f"{fn}: b must have dtype float32, float64 or int8, got {x.dtype}")
     x = _gemm._as_matrix(x, "b", dtype, fn)
     return PackedMatrix._wrap(_PACKERS[dtype](addressable(x.T if t else x)), dtype)
+
+
+def refuse_trans_b(trans_b: bool, fn: str) -> None:
+    """A PackedMatrix is B as packed: op(B) = B only."""
+    if trans_b:
+        raise ValueError(
+            f"{fn}: trans_b must be False or 'N' with a PackedMatrix: its transpose was fixed at pack time "
+            f"(fastgemm.pack(w, trans=True))"
+        )
 
 
 def gemm(
@@ -144,17 +161,12 @@ def gemm(
     alpha = _gemm._scalar(alpha, "alpha", fn)
     beta = _gemm._scalar(beta, "beta", fn)
     opa = a.T if _gemm._trans(trans_a, "trans_a", fn) else a
-    if _gemm._trans(trans_b, "trans_b", fn):
-        raise ValueError(
-            f"{fn}: trans_b must be False or 'N' with a PackedMatrix: its transpose was fixed at pack time "
-            f"(fastgemm.pack(w, trans=True))"
-        )
+    refuse_trans_b(_gemm._trans(trans_b, "trans_b", fn), fn)
     if c is None and opa.shape[1] == b.shape[0] and beta == 0.0:  # the common call, checked cheaply
         c = np.empty((opa.shape[0], b.shape[1]), dtype)
         opa = addressable(opa)
     else:
-        # Stands in for B in the shared checks of C (one element, read by nothing).
-        shape_b = np.broadcast_to(np.zeros((), dtype), b.shape)
+        shape_b = b._stand_in()
         given = c is not None
         c = new_or_given_c(opa, shape_b, c, beta, dtype, fn)
         if given:
@@ -169,13 +181,19 @@ def gemm(
 
 def matmul(a: Any, b: PackedMatrix, out: Any = None, **kwargs: Any) -> Any:
     """``fastgemm.matmul(a, p)`` and ``a @ p``: a of one or more dimensions, of p's dtype (no
-    type promotion: the weights were packed in one precision), its last axis k; the result
-    has shape ``a.shape[:-1] + (n,)``, every leading axis taken as rows of one product."""
+    type promotion: the weights were packed in one precision; uint8 or int8 for an int8 p, the
+    result then int32), its last axis k; the result has shape ``a.shape[:-1] + (n,)``, every
+    leading axis taken as rows of one product."""
     fn = "matmul"
     if kwargs:
         raise TypeError(f"{fn}: with a PackedMatrix only out= is accepted, got {sorted(kwargs)}")
     x = a if isinstance(a, np.ndarray) else np.asarray(a)
-    if x.dtype != b.dtype:
+    out_dt = b.dtype
+    if b.dtype == _I8:  # uint8 or int8 x, an exact int32 result
+        if x.dtype not in _int8.EXACT_MAX_K:
+            raise TypeError(f"{fn}: a has dtype {x.dtype}, b is a PackedMatrix of int8: a must be uint8 or int8")
+        out_dt = _I32
+    elif x.dtype != b.dtype:
         raise TypeError(f"{fn}: a has dtype {x.dtype}, b is a PackedMatrix of {b.dtype}: convert a first")
     k, n = b.shape
     if x.ndim == 0 or x.shape[-1] != k:
@@ -188,11 +206,14 @@ def matmul(a: Any, b: PackedMatrix, out: Any = None, **kwargs: Any) -> Any:
             out = out[0]
         if not isinstance(out, np.ndarray):
             raise TypeError(f"{fn}: out must be a numpy.ndarray, got {type(out).__name__}")
-        if out.shape != shape or out.dtype != b.dtype:
-            raise ValueError(f"{fn}: out must have shape {shape} and dtype {b.dtype}, got {out.shape} {out.dtype}")
+        if out.shape != shape or out.dtype != out_dt:
+            raise ValueError(f"{fn}: out must have shape {shape} and dtype {out_dt}, got {out.shape} {out.dtype}")
     m = math.prod(x.shape[:-1])
-    result = np.empty(shape, b.dtype)
-    gemm(fn, b.dtype, x.reshape(m, k), b, result.reshape(m, n), 1.0, 0.0, False, False)
+    result = np.empty(shape, out_dt)
+    if out_dt == _I32:
+        _int8.gemm(x.reshape(m, k), b, result.reshape(m, n), 1.0, 0.0, False, False, None)
+    else:
+        gemm(fn, b.dtype, x.reshape(m, k), b, result.reshape(m, n), 1.0, 0.0, False, False)
     if out is None:
         return result
     out[...] = result

@@ -40,6 +40,10 @@ def products() -> None:
     fg.gemm(a, p, c, alpha=0.5, beta=1.0)
     fg.sgemm(a, p, trans_b="N")
     print(fg.matmul(a, p).shape, (a @ p).shape, p.shape, p.dtype, p.nbytes, p.kernel, p.unpack().sum(), repr(p))
+    w8 = np.ones((3, 4), np.int8)
+    q: fg.PackedMatrix = fg.pack(w8, trans=True)
+    x8 = np.ones((2, 4), np.uint8)
+    print(fg.gemm(x8, q).sum(), fg.gemm(x8, q, scale=0.5, activation="relu").sum(), (x8 @ q).shape)
 
     f = fg.matmul(a, b)
     fg.matmul(a, b, out=c)

@@ -67,7 +67,8 @@ class FastGemm:
             bias, act = linear_bias(case), case.activation
             return lambda: fg.gemm(a, b, bias=bias, activation=act)
         if case.dtype in INT8_DTYPES:  # exact int32 C
-            return lambda: fg.gemm(a, b)
+            b_used = fg.pack(b) if case.layout == PACKED_LAYOUT else b
+            return lambda: fg.gemm(a, b_used)
         if case.batch or case.dtype in LOWP_DTYPES:  # 2-byte: NumPy's result dtype, as np.matmul
             return lambda: fg.matmul(a, b)
         gemm = fg.sgemm if case.dtype == "float32" else fg.dgemm

@@ -135,6 +135,11 @@ def full_suite(dtype_choice=None):
     int8 = [dt for dt in _both(dtype_choice, ()) if dt in INT8_DTYPES]
     if int8:
         cases += [Case("int8", s, s, s, dt) for s in INT8_SIZES for dt in (*int8, "float32")]
+        # Pre-packed int8 weights beside the same product unpacked.
+        lays = ("contiguous", PACKED_LAYOUT)
+        cases += [
+            Case("packed", m, PACKED_KN, PACKED_KN, dt, layout=lay) for m in PACKED_M for dt in int8 for lay in lays
+        ]
     both = tuple(dt for dt in _both(dtype_choice, DTYPES) if dt not in INT8_DTYPES)
     single = tuple(dt for dt in _both(dtype_choice, ("float32",)) if dt not in INT8_DTYPES)
     for dt in both:
