@@ -37,7 +37,7 @@ namespace {
 constexpr unsigned kNumpy2Api = 0x12;
 constexpr int kAddLoopFromSpec = 43;
 
-std::atomic<bool> g_on{false};  // the switch's bfloat16 part; set by _patch with the rest
+std::atomic<bool> g_on{false};     // the switch's bfloat16 part; set by _patch with the rest
 PyObject* g_registered = nullptr;  // the DType the loop was registered for (a strong reference)
 std::atomic<uint64_t> g_ours{0}, g_numpys{0};
 
@@ -84,7 +84,8 @@ int bf16_loop(PyArrayMethod_Context*, char* const* args, const npy_intp* dims, c
         View<const bfloat16_t> a, b;
         View<float> c;
         const std::vector<BatchAxis> axes{{dims[0], steps[0] / 2, steps[1] / 2, steps[2] / 4}};
-        if (views(args, dims, steps, a, b, c) && c_disjoint(c, axes)) gemm_lowp_batched<bfloat16_t>(1.0f, a, b, 0.0f, c, axes);
+        if (views(args, dims, steps, a, b, c) && c_disjoint(c, axes))
+            gemm_lowp_batched<bfloat16_t>(1.0f, a, b, 0.0f, c, axes);
         else gathered(args, dims, steps);
         g_ours.fetch_add(1, std::memory_order_relaxed);
         return 0;
@@ -153,7 +154,8 @@ int get_loop(PyArrayMethod_Context* context, int, int, const npy_intp*, PyArrayM
         const char* t = ufunc->types + i * ufunc->nargs;
         if (t[0] == NPY_FLOAT && t[1] == NPY_FLOAT && t[2] == NPY_FLOAT) {
             auto* f = new (std::nothrow) Float32Loop{{&free_float32_loop, nullptr, {nullptr, nullptr}},
-                                                     ufunc->functions[i], ufunc->data ? ufunc->data[i] : nullptr};
+                                                     ufunc->functions[i],
+                                                     ufunc->data ? ufunc->data[i] : nullptr};
             if (f == nullptr) {
                 PyErr_NoMemory();
                 return -1;
