@@ -12,6 +12,7 @@ See docs/DESIGN.md, "Low-precision products".
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Callable
 from importlib.machinery import ModuleSpec
@@ -33,8 +34,8 @@ def loaded_dtype() -> np.dtype[Any] | None:
 
 
 class _AfterImport:
-    """A sys.meta_path finder that runs `then` once ml_dtypes has been imported (found by the
-    other finders, its loader's exec_module wrapped), then steps aside for good."""
+    """A sys.meta_path finder that runs `then` once ml_dtypes has been imported (its loader's
+    exec_module wrapped), then steps aside for good."""
 
     then: Callable[[], None] | None = None
     done = False
@@ -43,25 +44,18 @@ class _AfterImport:
     def find_spec(cls, name: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
         if name != "ml_dtypes" or cls.done:
             return None
-        cls.done = True
-        for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
-            spec = None if finder is cls or find is None else find(name, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        if loader is None:
+        cls.done = True  # from here on the other finders answer, this lookup included
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
             return spec
-        run = loader.exec_module
+        run = spec.loader.exec_module
 
         def exec_module(module: Any) -> None:
             run(module)
             if cls.then is not None:
                 cls.then()
 
-        loader.exec_module = exec_module
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
 
 
