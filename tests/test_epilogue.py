@@ -352,10 +352,155 @@ def test_bad_arguments_before_anything_is_computed(kwargs, exc, match):
     assert (c == 7).all()
 
 
-def test_two_byte_inputs_refuse_an_epilogue():
-    a = np.ones((3, 4), np.float16)
-    with pytest.raises(TypeError, match="float32"):
-        fastgemm.gemm(a, a.T.copy(), activation="relu")
+# --- 2-byte inputs (bfloat16, float16): the epilogue on the float32 C ----------------------
+
+try:
+    import ml_dtypes
+
+    LOWP = [np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)]
+except ImportError:  # bfloat16 cases need ml_dtypes
+    LOWP = [np.dtype(np.float16)]
+U_OUT = {"float16": (2.0**-11, 2.0**-25), "bfloat16": (2.0**-8, 2.0**-134)}  # unit roundoff, half subnormal step
+F32 = np.dtype(np.float32)
+# Paths of a 2-byte product on avx2: matrix-vector rows / dots, small (widened), packed with
+# several k blocks, C^T oriented (the bias then runs after the tiles).
+LOWP_SHAPES = [
+    (1, 1, 1),
+    (1, 37, 5),
+    (37, 1, 5),
+    (1, 300, 333),
+    (5, 15, 7),
+    (7, 17, 31),
+    (63, 65, 64),
+    (70, 300, 130),
+    (13, 200, 700),
+]
+
+
+def lowp_operands(rng, m, n, k, dt, trans_a=False, trans_b=False):
+    a, b, bias = operands(rng, m, n, k, np.float32, trans_a, trans_b)
+    return a.astype(dt), b.astype(dt), bias
+
+
+def lowp_expected(a, b, c0, alpha, beta, bias, act, trans_a=False, trans_b=False):
+    """The float32 epilogue's reference and bound on the exact (widened) 2-byte inputs."""
+    c32 = None if c0 is None else c0.astype(F32)
+    return expected(a.astype(F32), b.astype(F32), c32, alpha, beta, bias, act, trans_a, trans_b)
+
+
+@pytest.mark.parametrize("dt", LOWP, ids=lambda d: d.name)
+@pytest.mark.parametrize("shape", LOWP_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_two_byte_inputs_every_activation_and_bias(kernel, shape, dt):
+    rng = np.random.default_rng(sum(shape))
+    m, n, k = shape
+    a, b, bias = lowp_operands(rng, m, n, k, dt)
+    for act in ACTS:
+        for with_bias in (False, True):
+            ref, bound = lowp_expected(a, b, None, 1.0, 0.0, bias if with_bias else None, act)
+            got = fastgemm.gemm(a, b, bias=bias if with_bias else None, activation=act)
+            assert got.dtype == F32
+            check(got, ref, bound, f"{kernel} {dt.name} {shape} {act} bias={with_bias}")
+
+
+@pytest.mark.parametrize("dt", LOWP, ids=lambda d: d.name)
+@pytest.mark.parametrize("trans", [(False, False), (True, False), (False, True), (True, True)], ids=str)
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("shape", [(5, 15, 7), (63, 65, 64), (70, 300, 130)], ids=lambda s: "x".join(map(str, s)))
+def test_two_byte_inputs_transposes_c_orders_and_beta(kernel, shape, dt, trans, order):
+    rng = np.random.default_rng(7)
+    m, n, k = shape
+    a, b, bias = lowp_operands(rng, m, n, k, dt, *trans)
+    c0 = np.asarray(rng.uniform(-1, 1, (m, n)), F32, order=order)
+    c = c0.copy(order=order)
+    fastgemm.gemm(a, b, c, alpha=0.75, beta=-1.25, trans_a=trans[0], trans_b=trans[1], bias=bias, activation="silu")
+    ref, bound = lowp_expected(a, b, c0, 0.75, -1.25, bias, "silu", *trans)
+    check(c, ref, bound, f"{kernel} {dt.name} {shape} {trans} {order}")
+
+
+@pytest.mark.parametrize("dt", LOWP, ids=lambda d: d.name)
+@pytest.mark.parametrize("act", ACTS)
+def test_two_byte_c_takes_the_activation_before_its_one_rounding(kernel, dt, act):
+    """A c of the inputs' type: the float32 result with its epilogue, then one rounding: the
+    bits of the float32-c call rounded, and within the bound plus one rounding of dt."""
+    rng = np.random.default_rng(3)
+    m, n, k = 33, 70, 45
+    a, b, bias = lowp_operands(rng, m, n, k, dt)
+    c0 = rng.uniform(-1, 1, (m, n)).astype(dt)
+    c = c0.copy()
+    fastgemm.gemm(a, b, c, beta=0.5, bias=bias, activation=act)
+    wide = c0.astype(F32)
+    fastgemm.gemm(a, b, wide, beta=0.5, bias=bias, activation=act)
+    assert np.array_equal(c.view(np.uint16), wide.astype(dt).view(np.uint16))
+    ref, bound = lowp_expected(a, b, c0, 1.0, 0.5, bias, act)
+    u, sub = U_OUT[dt.name]
+    check(c.astype(F32), ref, bound + u * abs(ref) + sub, f"{kernel} {dt.name} {act}")
+
+
+@pytest.mark.parametrize("dt", LOWP, ids=lambda d: d.name)
+@pytest.mark.parametrize("shape", [(5, 7, 0), (5, 7, 3), (1, 9, 4), (9, 1, 4)], ids=lambda s: "x".join(map(str, s)))
+def test_two_byte_inputs_alpha_zero_or_empty_k(kernel, shape, dt):
+    rng = np.random.default_rng(11)
+    m, n, k = shape
+    a, b, bias = lowp_operands(rng, m, n, k, dt)
+    c0 = rng.uniform(-1, 1, (m, n)).astype(F32)
+    for alpha in (0.0, 1.0):
+        c = c0.copy()
+        fastgemm.gemm(a, b, c, alpha=alpha, beta=2.0, bias=bias, activation="tanh")
+        ref, bound = lowp_expected(a, b, c0, alpha, 2.0, bias, "tanh")
+        check(c, ref, bound, f"{kernel} {dt.name} {shape} alpha={alpha}")
+
+
+@pytest.mark.parametrize("dt", LOWP, ids=lambda d: d.name)
+@pytest.mark.parametrize("act", ACTS[1:])
+@pytest.mark.parametrize("shape", [(13, 40, 9), (1, 40, 9), (70, 300, 130)], ids=lambda s: "x".join(map(str, s)))
+def test_two_byte_nan_inf_through_each_activation(kernel, act, dt, shape):
+    rng = np.random.default_rng(0)
+    m, n, k = shape
+    a, b, bias = lowp_operands(rng, m, n, k, dt)
+    a[m // 2, 2] = np.nan
+    bias[5], bias[6] = np.inf, -np.inf
+    got = fastgemm.gemm(a, b, bias=bias, activation=act)
+    assert np.isnan(got[m // 2]).all()
+    rows = np.arange(m) != m // 2
+    assert (got[rows, 5] == LIMITS[act][0]).all() and (got[rows, 6] == LIMITS[act][1]).all()
+
+
+@pytest.mark.parametrize("dt", LOWP, ids=lambda d: d.name)
+def test_two_byte_bias_of_the_input_type_is_widened_exactly(dt):
+    rng = np.random.default_rng(4)
+    a, b, bias = lowp_operands(rng, 9, 20, 11, dt)
+    narrow = bias.astype(dt)
+    got = fastgemm.gemm(a, b, bias=narrow, activation="relu")
+    assert np.array_equal(got, fastgemm.gemm(a, b, bias=narrow.astype(F32), activation="relu"))
+
+
+@pytest.mark.parametrize("dt", LOWP, ids=lambda d: d.name)
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        ({"bias": np.zeros(5, np.float64)}, TypeError, "bias must be float32 or"),
+        ({"bias": np.zeros(5, np.int32)}, TypeError, "bias must be float32 or"),
+        ({"bias": [0.0] * 5}, TypeError, "bias must be float32 or"),
+        ({"bias": np.zeros(4, np.float32)}, ValueError, "length 5"),
+        ({"bias": np.zeros((1, 5), np.float32)}, ValueError, "length 5"),
+        ({"activation": "softmax"}, ValueError, "unknown activation"),
+        ({"activation": 1}, TypeError, "activation must be None or a str"),
+    ],
+)
+def test_two_byte_bad_epilogue_arguments_before_anything_is_computed(dt, kwargs, exc, match):
+    a, b = np.ones((3, 4), dt), np.ones((4, 5), dt)
+    for c in (np.full((3, 5), 7, F32), np.full((3, 5), 7, dt)):
+        with pytest.raises(exc, match=match):
+            fastgemm.gemm(a, b, c, beta=1.0, **kwargs)
+        assert (c.astype(F32) == 7).all()
+
+
+def test_two_byte_bias_of_the_other_two_byte_type_is_refused():
+    if len(LOWP) < 2:
+        pytest.skip("needs ml_dtypes")
+    a = np.ones((3, 4), LOWP[1])
+    with pytest.raises(TypeError, match="bias must be float32 or bfloat16"):
+        fastgemm.gemm(a, a.T.copy(), bias=np.zeros(3, np.float16))
 
 
 def test_float64_bias_for_float64():

@@ -480,17 +480,6 @@ def test_switch_float16_stack_bigger_than_one_buffer(switch_off):
     check(got[::7], a[::7], b[::7], out_dtype=F16)
 
 
-def test_switch_bfloat16_is_numpys_cast_then_the_float32_loop(switch_off):
-    """No bfloat16 loop is registered: NumPy casts to float32 and runs its float32 loop, which
-    under the switch is fastgemm's; the result dtype stays NumPy's."""
-    a = rand((10, 12), BF16)
-    assert np.matmul(a, a.T).dtype == np.float32
-    with fastgemm.patched():
-        got = np.matmul(a, a.T)
-    assert got.dtype == np.float32
-    check(got, a, a.T)
-
-
 def test_switch_float16_odd_operands_go_to_numpy(switch_off):
     buf = np.zeros(2 * 64 + 1, np.uint8)
     odd = np.ndarray((8, 8), F16, buffer=buf, offset=1)  # misaligned

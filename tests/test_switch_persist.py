@@ -70,6 +70,13 @@ def test_switch_on_off_status_in_a_fresh_venv(venv):
     # a product in that interpreter really runs on fastgemm
     code = "import numpy as np; from fastgemm import _core; a = np.ones((300, 300)); a @ a; print(_core.matmul_loop_calls()['fastgemm'])"
     assert int(_run(python, ["-c", code]).stdout) >= 1
+    # bfloat16 (ml_dtypes imported after numpy, so after the switch went on) runs on fastgemm too
+    code = (
+        "import numpy as np, ml_dtypes; from fastgemm import _core; a = np.ones((30, 30), ml_dtypes.bfloat16); "
+        "assert (a @ a).dtype == np.float32; print(_core.bf16_matmul_loop_calls()['fastgemm'])"
+    )
+    r = _run(python, ["-c", code])
+    assert r.stdout.strip() == "1", r.stderr
     # an interpreter that never imports numpy does not pay for fastgemm
     r = _run(python, ["-c", "import sys; print('numpy' in sys.modules, 'fastgemm' in sys.modules)"])
     assert r.stdout.split() == ["False", "False"], r.stderr

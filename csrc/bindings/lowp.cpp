@@ -5,6 +5,7 @@
 // ml_dtypes: without it no bfloat16 array exists. See docs/DESIGN.md, "Low-precision products".
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #include <numpy/arrayobject.h>
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <cstdint>
 #include <new>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -76,19 +78,22 @@ Lowp pair_kind(const py::array& a, const py::array& b, const char* fn) {
 }
 
 template <typename S>
-void gemm_lowp_typed(const py::array& a, const py::array& b, py::array& c, float alpha, float beta) {
+void gemm_lowp_typed(const py::array& a, const py::array& b, py::array& c, float alpha, float beta,
+                     const std::optional<py::array>& bias, int activation) {
     const View<const S> va = lowp_view<S>(a, "a"), vb = lowp_view<S>(b, "b");
     const View<float> vc = bindings::matrix_view<float>(c, "c");
+    const Epilogue<float> ep = bindings::epilogue_of<float>(bias, activation, vc);
     py::gil_scoped_release release;
-    gemm_lowp<S>(alpha, va, vb, beta, vc);
+    gemm_lowp<S>(alpha, va, vb, beta, vc, ep);
 }
 
-void gemm_lowp_py(const py::array& a, const py::array& b, py::array& c, float alpha, float beta) {
+void gemm_lowp_py(const py::array& a, const py::array& b, py::array& c, float alpha, float beta,
+                  const std::optional<py::array>& bias, int activation) {
     const std::pair<const py::array*, const char*> operands[] = {{&a, "a"}, {&b, "b"}, {&c, "c"}};
     for (const auto& [x, name] : operands)
         if (x->ndim() != 2) throw py::value_error(std::string(name) + ": expected a 2-D array");
-    if (pair_kind(a, b, "gemm_lowp") == Lowp::bf16) gemm_lowp_typed<bfloat16_t>(a, b, c, alpha, beta);
-    else gemm_lowp_typed<float16_t>(a, b, c, alpha, beta);
+    if (pair_kind(a, b, "gemm_lowp") == Lowp::bf16) gemm_lowp_typed<bfloat16_t>(a, b, c, alpha, beta, bias, activation);
+    else gemm_lowp_typed<float16_t>(a, b, c, alpha, beta, bias, activation);
 }
 
 template <typename S>
@@ -305,7 +310,8 @@ void register_lowp(py::module_& m) {
     PyObject* call = PyCFunction_NewEx(&kLowpCall, nullptr, m.ptr());
     if (!call) throw py::error_already_set();
     m.add_object(kLowpCall.ml_name, py::reinterpret_steal<py::object>(call));
-    m.def("gemm_lowp", &gemm_lowp_py, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"));
+    m.def("gemm_lowp", &gemm_lowp_py, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"),
+          py::arg("bias") = py::none(), py::arg("activation") = 0);
     m.def("gemm_lowp_batched", &gemm_lowp_batched_py, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"),
           py::arg("beta"));
     m.def("narrow_f16", &narrow_f16_py, py::arg("src"), py::arg("dst"));

@@ -106,6 +106,7 @@ PYBIND11_MODULE(_core, m) {
     register_calls(m);
     register_ufunc_loops(m);
     register_lowp(m);
+    register_bf16_loop(m);
     register_numpy_dot(m);
     register_packed(m);
     register_int8(m);

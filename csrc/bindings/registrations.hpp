@@ -7,6 +7,7 @@ void register_batched(pybind11::module_& m);
 void register_calls(pybind11::module_& m);
 void register_ufunc_loops(pybind11::module_& m);
 void register_lowp(pybind11::module_& m);
+void register_bf16_loop(pybind11::module_& m);
 void register_numpy_dot(pybind11::module_& m);
 void register_packed(pybind11::module_& m);
 void register_int8(pybind11::module_& m);

@@ -106,9 +106,9 @@ void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool
 }
 
 void run_blocked_pairs(const PairKernels& pk, const Blocking& bs, int threads, float alpha, View<const bfloat16_t> a,
-                       View<const bfloat16_t> b, float beta, View<float> c) {
+                       View<const bfloat16_t> b, float beta, View<float> c, const Epilogue<float>& ep) {
     blocked<bfloat16_t, float>(pk, Packers<bfloat16_t, float>{pk.pack_a, pk.pack_b}, bs, threads, false, alpha, a, b,
-                               beta, c, Epilogue<float>{});
+                               beta, c, ep);
 }
 
 template <typename S, typename T>

@@ -41,7 +41,7 @@ void run_blocked_packed(const KernelTable<T>& uk, Packers<S, T> pk, const Blocki
 // run_blocked_packed for bfloat16 on a dot-product instruction: A and B packed as pairs along k
 // by pk's packers, pk's tiles; bs.kc counts elements of k (even, so slices hold whole pairs).
 void run_blocked_pairs(const PairKernels& pk, const Blocking& bs, int threads, float alpha, View<const bfloat16_t> a,
-                       View<const bfloat16_t> b, float beta, View<float> c);
+                       View<const bfloat16_t> b, float beta, View<float> c, const Epilogue<float>& ep = {});
 
 // run_blocked with B's panels taken from a PackedB packed for uk (the main tile of B's kernel
 // set): five_loops with FromPacked (no pack_b, no barrier). bs.mc: A's row block.

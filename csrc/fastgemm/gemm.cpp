@@ -66,13 +66,7 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     // One read of the active set: a concurrent set_kernel must not mix two kernels in a call.
     const KernelSet& ks = active_kernels();
     const KernelTable<T>& main = main_table<T>(ks);
-    // The epilogue of matrix-vector outputs [lo, hi) (stride incy), right after the thread
-    // computed them: a row of C takes bias[lo:hi], a column bias[0] throughout.
-    auto finish = [&](int64_t lo, int64_t hi, T* y, int64_t incy) {
-        if (!ep.active()) return;
-        if (m == 1) apply_epilogue(main, View<T>{y + lo * incy, 1, hi - lo, 1, incy}, ep.from_column(lo));
-        else apply_epilogue(main, View<T>{y + lo * incy, hi - lo, 1, incy, 1}, ep);
-    };
+    auto finish = [&](int64_t lo, int64_t hi, T* y, int64_t incy) { gemv_epilogue(main, m, ep, lo, hi, y, incy); };
     if ((m == 1 || n == 1) && try_gemv(main, alpha, a, b, beta, c, finish)) return;
     SmallProduct<T> sp;
     if (small_product(ks, a, b, c, sp)) {

@@ -101,38 +101,50 @@ void small_widened(const KernelSet& ks, const LowpTable<S>& lp, int threads, flo
 // m, n, k >= 1, alpha != 0. Matrix-vector shapes stream the 2-byte matrix (half the bytes of
 // a float32 matrix-vector product); small products are widened whole into scratch for the
 // float32 small kernels; bfloat16 on a set with pair kernels runs on them; the rest takes the
-// packed path on the float32 main tile.
+// packed path on the float32 main tile. The epilogue runs on each tile (blocked paths), on each
+// thread's outputs (matrix-vector), or on the small C once computed (still in cache).
 template <typename S>
-void compute(float alpha, View<const S> a, View<const S> b, float beta, View<float> c) {
+void compute(float alpha, View<const S> a, View<const S> b, float beta, View<float> c, const Epilogue<float>& ep) {
     const KernelSet& ks = active_kernels();  // read once: set_kernel must not mix two sets
     const LowpTable<S>& lp = lowp_table<S>(ks);
-    if ((c.rows == 1 || c.cols == 1) && try_gemv(lp, alpha, a, b, beta, c, [](int64_t, int64_t, float*, int64_t) {}))
-        return;
+    const KernelTable<float>& uk = ks.f32;
+    auto finish = [&](int64_t lo, int64_t hi, float* y, int64_t incy) {
+        gemv_epilogue(uk, c.rows, ep, lo, hi, y, incy);
+    };
+    if ((c.rows == 1 || c.cols == 1) && try_gemv(lp, alpha, a, b, beta, c, finish)) return;
     const Oriented<S, float> o = orient(a, b, c);
     const int threads = threads_for(o.c.rows, o.c.cols, o.a.cols);
-    if (small_widened_fits(ks, o)) return small_widened(ks, lp, threads, alpha, o, beta, StackRun{1, 0, 0, 0});
-    if constexpr (std::is_same_v<S, bfloat16_t>) {
-        if (const PairKernels* pk = pairs_for(ks, o)) {
-            return run_blocked_pairs(*pk, pair_blocking(*pk), threads, alpha, o.a, o.b, beta, o.c);
-        }
+    if (small_widened_fits(ks, o)) {
+        small_widened(ks, lp, threads, alpha, o, beta, StackRun{1, 0, 0, 0});
+        if (ep.active()) apply_epilogue(uk, c, ep);
+        return;
     }
-    const KernelTable<float>& uk = ks.f32;
-    run_blocked_packed<S, float>(uk, Packers<S, float>{lp.pack_a, lp.pack_b}, blocking_for(uk.mr, uk.nr, 4), threads,
-                                 alpha, o.a, o.b, beta, o.c);
+    // C^T's tiles would need a bias per row: then the epilogue finishes C in one pass after.
+    const bool after = o.transposed && ep.bias;
+    const Epilogue<float> tile_ep = after ? Epilogue<float>{} : ep;
+    if (const PairKernels* pk = pairs_for(ks, o)) {
+        if constexpr (std::is_same_v<S, bfloat16_t>)
+            run_blocked_pairs(*pk, pair_blocking(*pk), threads, alpha, o.a, o.b, beta, o.c, tile_ep);
+    } else {
+        run_blocked_packed<S, float>(uk, Packers<S, float>{lp.pack_a, lp.pack_b}, blocking_for(uk.mr, uk.nr, 4),
+                                     threads, alpha, o.a, o.b, beta, o.c, tile_ep);
+    }
+    if (after) apply_epilogue(uk, c, ep);
 }
 
 }  // namespace
 
 template <typename S>
-void gemm_lowp(float alpha, View<const S> a, View<const S> b, float beta, View<float> c) {
+void gemm_lowp(float alpha, View<const S> a, View<const S> b, float beta, View<float> c, const Epilogue<float>& ep) {
     check_single(a, b, c);
     if (c.rows == 0 || c.cols == 0) return;
     if (alpha == 0.0f || a.cols == 0) {
         scale(beta, c);
+        if (ep.active()) apply_epilogue(active_kernels().f32, c, ep);
         return;
     }
     const PaddingFlags flags;
-    compute<S>(alpha, a, b, beta, c);
+    compute<S>(alpha, a, b, beta, c, ep);
     flags.settle([&] { return has_nan(c); });
 }
 
@@ -188,8 +200,10 @@ void narrow_to_f16(View<const float> src, View<float16_t> dst) {
     }
 }
 
-template void gemm_lowp<bfloat16_t>(float, View<const bfloat16_t>, View<const bfloat16_t>, float, View<float>);
-template void gemm_lowp<float16_t>(float, View<const float16_t>, View<const float16_t>, float, View<float>);
+template void gemm_lowp<bfloat16_t>(float, View<const bfloat16_t>, View<const bfloat16_t>, float, View<float>,
+                                    const Epilogue<float>&);
+template void gemm_lowp<float16_t>(float, View<const float16_t>, View<const float16_t>, float, View<float>,
+                                   const Epilogue<float>&);
 template void gemm_lowp_batched<bfloat16_t>(float, View<const bfloat16_t>, View<const bfloat16_t>, float, View<float>,
                                             const std::vector<BatchAxis>&);
 template void gemm_lowp_batched<float16_t>(float, View<const float16_t>, View<const float16_t>, float, View<float>,

@@ -7,6 +7,7 @@
 
 #include "batched.hpp"
 #include "blocking.hpp"
+#include "epilogue.hpp"
 #include "half.hpp"
 #include "kernel.hpp"
 #include "view.hpp"
@@ -16,9 +17,11 @@ namespace fastgemm {
 // gemm<float>'s contract (gemm.hpp) with A and B stored as S (bfloat16_t or float16_t): each
 // input widened exactly to float32, float32 FMAs, one float32 C. beta == 0: C is never read;
 // alpha == 0 or k == 0: A and B are never read. Results do not depend on the thread count.
-// Throws std::invalid_argument / std::overflow_error as gemm() does.
+// Throws std::invalid_argument / std::overflow_error as gemm() does. `ep` (bias, activation)
+// runs on the float32 C as in gemm<float>.
 template <typename S>
-void gemm_lowp(float alpha, View<const S> a, View<const S> b, float beta, View<float> c);
+void gemm_lowp(float alpha, View<const S> a, View<const S> b, float beta, View<float> c,
+               const Epilogue<float>& ep = {});
 
 // gemm_batched's contract (batched.hpp) for gemm_lowp: a stack of same-shaped products, the
 // views describing item 0, spread over threads by batch when that uses more threads.
@@ -34,8 +37,10 @@ Blocking pair_blocking(const PairKernels& pk);
 // the active kernel set (F16C / fcvtn where there is one). Shapes must match; any strides.
 void narrow_to_f16(View<const float> src, View<float16_t> dst);
 
-extern template void gemm_lowp<bfloat16_t>(float, View<const bfloat16_t>, View<const bfloat16_t>, float, View<float>);
-extern template void gemm_lowp<float16_t>(float, View<const float16_t>, View<const float16_t>, float, View<float>);
+extern template void gemm_lowp<bfloat16_t>(float, View<const bfloat16_t>, View<const bfloat16_t>, float, View<float>,
+                                           const Epilogue<float>&);
+extern template void gemm_lowp<float16_t>(float, View<const float16_t>, View<const float16_t>, float, View<float>,
+                                          const Epilogue<float>&);
 extern template void gemm_lowp_batched<bfloat16_t>(float, View<const bfloat16_t>, View<const bfloat16_t>, float,
                                                    View<float>, const std::vector<BatchAxis>&);
 extern template void gemm_lowp_batched<float16_t>(float, View<const float16_t>, View<const float16_t>, float,

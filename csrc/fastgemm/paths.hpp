@@ -6,6 +6,7 @@
 #include <cfenv>
 #include <stdexcept>
 
+#include "epilogue.hpp"
 #include "kernel.hpp"
 #include "scratch.hpp"
 #include "threading.hpp"
@@ -92,6 +93,16 @@ void run_small(const KernelTable<T>& uk, int threads, T alpha, const SmallProduc
         uk.small(hi - lo, sp.c.cols, k, alpha, sp.a.data + lo * sp.a.rs, sp.a.rs, sp.a.cs, sp.b.data, sp.b.rs, beta,
                  sp.c.data + lo * sp.c.rs, sp.c.rs);
     });
+}
+
+// try_gemv's `finish` for an epilogue: on outputs [lo, hi) (stride incy) right after the
+// thread computed them, a row of C (m == 1) takes bias[lo:hi], a column bias[0] throughout.
+template <typename T>
+void gemv_epilogue(const KernelTable<T>& uk, int64_t m, const Epilogue<T>& ep, int64_t lo, int64_t hi, T* y,
+                   int64_t incy) {
+    if (!ep.active()) return;
+    if (m == 1) apply_epilogue(uk, View<T>{y + lo * incy, 1, hi - lo, 1, incy}, ep.from_column(lo));
+    else apply_epilogue(uk, View<T>{y + lo * incy, hi - lo, 1, incy, 1}, ep);
 }
 
 // One row or one column of C is a matrix-vector product: memory-bound on the matrix, which

@@ -955,8 +955,18 @@ fastgemm::TileRow<float> row(std::integer_sequence<int, V...>) {
     return {{nullptr, &tile<M, V + 1>...}};
 }
 
+// The tiles' epilogue, bias and relu only (what the driver test below asks for).
+void epilogue(int64_t m, int64_t n, float* c, int64_t rsc, const float* bias, fastgemm::Activation act) {
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            float& x = c[i * rsc + j];
+            if (bias) x += bias[j];
+            if (act == fastgemm::Activation::relu) x = x > 0.0f ? x : 0.0f;
+        }
+}
+
 fastgemm::PairKernels kernels() {
-    fastgemm::PairKernels pk{kMR, kNV * kW, kW, {}, &pack_a, &pack_b, nullptr};  // no peak loop
+    fastgemm::PairKernels pk{kMR, kNV * kW, kW, {}, &pack_a, &pack_b, &epilogue, nullptr};  // no peak loop
     pk.tiles[1] = row<1>(std::make_integer_sequence<int, kNV>{});
     pk.tiles[2] = row<2>(std::make_integer_sequence<int, kNV>{});
     pk.tiles[3] = row<3>(std::make_integer_sequence<int, kNV>{});
@@ -985,14 +995,19 @@ void pair_driver_emulated() {
             const bool acol = layout == 1;
             const View<const bfloat16_t> va{a.data(), m, k, acol ? 1 : k, acol ? m : 1};
             const View<const bfloat16_t> vb{b.data(), k, n, n, 1};
-            std::vector<float> c(size_t(m * n * 2), 0.5f), c1, c2;
+            std::vector<float> c(size_t(m * n * 2), 0.5f), c1, c2, bias(static_cast<size_t>(n));
+            for (float& x : bias) x = float(uniform());
             const View<float> vc = layout == 0   ? View<float>{c.data(), m, n, n, 1}
                                    : layout == 1 ? View<float>{c.data(), m, n, 2 * n, 2}
                                                  : View<float>{c.data(), m, n, 1, m};
+            // C^T layouts (2) are the caller's job: gemm_lowp runs a bias after the tiles there.
+            const bool fused = layout != 2 && sh.n > 1;
+            const fastgemm::Epilogue<float> ep{fused ? bias.data() : nullptr,
+                                               fused ? fastgemm::Activation::relu : fastgemm::Activation::none};
             bool ok = true;
             for (int threads : {1, 2}) {
                 std::fill(c.begin(), c.end(), 0.5f);
-                fastgemm::run_blocked_pairs(pk, bs, threads, 1.5f, va, vb, -1.0f, vc);
+                fastgemm::run_blocked_pairs(pk, bs, threads, 1.5f, va, vb, -1.0f, vc, ep);
                 (threads == 1 ? c1 : c2) = c;
             }
             for (int64_t i = 0; i < m; ++i)
@@ -1004,11 +1019,15 @@ void pair_driver_emulated() {
                         mag += std::fabs(x);
                     }
                     const double got = vc.data[i * vc.rs + j * vc.cs];
-                    ok = ok && std::fabs(got - (1.5 * ref - 0.5)) <=
-                                   2 * double(k + 2) * std::ldexp(1.0, -24) * (1.5 * mag + 0.5);
+                    const double want = fused ? std::max(1.5 * ref - 0.5 + bias[size_t(j)], 0.0) : 1.5 * ref - 0.5;
+                    const double slack =
+                        fused ? std::ldexp(1.0, -24) * (1.5 * mag + 0.5 + std::fabs(bias[size_t(j)])) : 0;
+                    ok = ok && std::fabs(got - want) <=
+                                   2 * double(k + 2) * std::ldexp(1.0, -24) * (1.5 * mag + 0.5) + 2 * slack;
                 }
             report(ok && c1 == c2, "pair driver (emulated vdpbf16ps) " + std::to_string(m) + "x" + std::to_string(n) +
-                                       "x" + std::to_string(k) + " layout " + std::to_string(layout));
+                                       "x" + std::to_string(k) + " layout " + std::to_string(layout) +
+                                       (fused ? " + bias, relu" : ""));
         }
     }
     // vdpbf16ps's subnormal rules through the driver: subnormal inputs and sums give 0.

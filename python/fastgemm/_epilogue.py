@@ -53,10 +53,3 @@ def native_args(bias: Any, activation: Any, n: int, dtype: np.dtype[Any], c: np.
     number = activation_number(activation, fn)
     vec = bias_vector(bias, n, dtype, c, fn)
     return () if vec is None and number == 0 else (vec, number)
-
-
-def refuse_lowp(fn: str) -> None:
-    raise TypeError(
-        f"{fn}: bias and activation are not supported for bfloat16 / float16 inputs; "
-        "widen them to float32 first (a.astype(np.float32))"
-    )

@@ -187,7 +187,9 @@ def gemm(
     With bfloat16 (ml_dtypes) or float16 ``a`` and ``b`` (both the same type): BLAS sbgemm /
     shgemm semantics, the inputs widened exactly to float32, float32 accumulation and a
     float32 C; ``c`` may be float32 or the inputs' type (computed in float32, rounded once to
-    nearest even). Mixed bfloat16 / float16 operands raise TypeError.
+    nearest even). Mixed bfloat16 / float16 operands raise TypeError. The fused epilogue runs
+    on the float32 C (before that one rounding for a 2-byte ``c``); ``bias`` is float32 or the
+    inputs' dtype (widened exactly), any other dtype raises TypeError.
 
     With uint8 or int8 ``a`` and int8 ``b`` (an array, or an int8 PackedMatrix): an exact int32 C
     (``beta=1`` adds to an int32 ``c``; ``alpha`` must be 1), or with ``scale`` (a real number, or a
@@ -225,8 +227,6 @@ def gemm(
             return _gemm(_F64, "gemm", a, b, c, alpha, beta, trans_a, trans_b, bias, activation)
         return dgemm(a, b, c, alpha=alpha, beta=beta, trans_a=trans_a, trans_b=trans_b)
     if dt.itemsize == 2 and isinstance(a, np.ndarray) and _lowp.is_lowp(a.dtype):  # bfloat16 / float16
-        if fused:
-            _epilogue.refuse_lowp("gemm")
         return _lowp.gemm(
             a,
             b,
@@ -235,6 +235,8 @@ def gemm(
             _scalar(beta, "beta", "gemm"),
             _trans(trans_a, "trans_a", "gemm"),
             _trans(trans_b, "trans_b", "gemm"),
+            bias,
+            activation,
         )
     if dt == np.float16:  # only a byte-swapped float16 gets here
         raise TypeError(

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import _core
+from . import _core, _epilogue
 from ._layout import may_self_overlap, native_ok, new_or_given_c, readable_beside
 
 _F16 = np.dtype(np.float16)
@@ -137,11 +137,15 @@ def gemm(
     beta: float,
     trans_a: bool,
     trans_b: bool,
+    bias: Any = None,
+    activation: Any = None,
 ) -> np.ndarray:
-    """C = alpha op(A) op(B) + beta C with A and B both bfloat16 or both float16 (BLAS sbgemm /
-    shgemm): float32 accumulation, a float32 C (new when ``c`` is None). A ``c`` of the
-    inputs' dtype is updated through a float32 copy and rounded once. Arguments are already
-    parsed by fastgemm.gemm (scalars, transposes)."""
+    """C = act(alpha op(A) op(B) + beta C + bias) with A and B both bfloat16 or both float16
+    (BLAS sbgemm / shgemm, and gemm's fused epilogue): float32 accumulation, a float32 C (new
+    when ``c`` is None). A ``c`` of the inputs' dtype is updated through a float32 copy, the
+    epilogue applied in float32, and rounded once. ``bias``: float32 or the inputs' dtype
+    (widened exactly), one value per column of C. Arguments are already parsed by
+    fastgemm.gemm (scalars, transposes)."""
     fn = "gemm"
     if not isinstance(b, np.ndarray):
         b = np.asarray(b)
@@ -166,11 +170,19 @@ def gemm(
         if c.ndim != 2:
             raise ValueError(f"{fn}: c must be a 2-D array, got {c.ndim}-D with shape {c.shape}")
     opa, opb = readable_beside(c, opa, opb, fn)
+    number = _epilogue.activation_number(activation, fn)
+    if bias is not None:
+        bias = bias if isinstance(bias, np.ndarray) else np.asarray(bias)
+        if bias.dtype == dt:
+            bias = bias.astype(_F32)  # exact: every 2-byte value is a float32 value
+        elif bias.dtype != _F32:
+            raise TypeError(f"{fn}: with {dt} a and b, bias must be float32 or {dt}, got {bias.dtype}")
+    vec = _epilogue.bias_vector(bias, c.shape[1], _F32, c, fn)
     if c.dtype == _F32 and native_ok(c):
-        _core.gemm_lowp(opa, opb, c, alpha, beta)
+        _core.gemm_lowp(opa, opb, c, alpha, beta, vec, number)
     else:
-        # A 2-byte (or unaligned) C: computed in float32, rounded once on the way back.
+        # A 2-byte (or unaligned) C: computed and finished in float32, rounded once on the way back.
         tmp = c.astype(_F32, order="C") if beta != 0.0 else np.empty(c.shape, dtype=_F32)
-        _core.gemm_lowp(opa, opb, tmp, alpha, beta)
+        _core.gemm_lowp(opa, opb, tmp, alpha, beta, vec, number)
         c[...] = tmp
     return c

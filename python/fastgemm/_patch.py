@@ -9,10 +9,17 @@ One switch, four parts, turned on and off together:
   (fastgemm._numpy_funcs), which takes np.tensordot, np.linalg.multi_dot and NumPy's other
   Python callers of dot along;
 - NumPy's float16 matmul loop (e,e->e) is swapped for fastgemm's (csrc/bindings/lowp.cpp:
-  float32 accumulation, one rounding to float16); bfloat16 gets no loop (one registered for
-  ml_dtypes' dtype cannot be removed again, see docs/DESIGN.md, "Low-precision products"):
-  NumPy casts it to float32 and runs the float32 loop, which is fastgemm's;
-- restore_numpy() puts NumPy's loops and objects back exactly.
+  float32 accumulation, one rounding to float16);
+- np.matmul on two ml_dtypes.bfloat16 operands (NumPy: cast to float32, float32 loop, float32
+  result) runs fastgemm's bfloat16 product with the same float32 result (fastgemm._bf16_switch).
+  NumPy cannot remove a loop, so that one is registered once and follows the switch at each
+  call: off, it hands the call back to NumPy's own cast and float32 loop, bit for bit.
+  NumPy caches how it resolved a call for good: bfloat16 np.matmul calls made before the loop
+  was registered (before the first patch in the process, with ml_dtypes loaded) fix NumPy's
+  cast to float32 for the process; those products then run on the float32 loop (fastgemm's
+  while the switch is on) after the cast;
+- restore_numpy() puts NumPy's loops and objects back exactly (the bfloat16 loop, if it was
+  registered, then gives NumPy's results by NumPy's own code).
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import os
 import threading
 from collections.abc import Iterator
 
-from . import _core, _numpy_funcs
+from . import _bf16_switch, _core, _numpy_funcs
 
 _lock = threading.Lock()
 _depth = 0  # patched() contexts open, in any thread
@@ -60,17 +67,27 @@ def _on() -> None:
             _core.replace_ufunc_loops(name)
             done.append(name)
         _core.replace_f16_matmul_loop()
+        _bf16_switch.turn_on(_ml_dtypes_imported)
         _numpy_funcs.install()
     except BaseException:  # all or nothing: a half-on switch would be on for some calls only
         _numpy_funcs.uninstall()
+        _bf16_switch.turn_off()
         _core.restore_f16_matmul_loop()
         for name in reversed(done):
             _core.restore_ufunc_loops(name)
         raise
 
 
+def _ml_dtypes_imported() -> None:
+    """ml_dtypes was imported after the switch went on: register the bfloat16 loop now,
+    before any bfloat16 product is resolved by NumPy (NumPy caches that resolution)."""
+    with _lock:
+        _bf16_switch.register_if_on()
+
+
 def _off() -> None:
     _numpy_funcs.uninstall()
+    _bf16_switch.turn_off()
     _core.restore_f16_matmul_loop()
     for name in reversed(_gufuncs()):
         _core.restore_ufunc_loops(name)
@@ -78,10 +95,12 @@ def _off() -> None:
 
 def is_patched() -> bool:
     """True while the switch is on: NumPy's matmul, vecdot, matvec, vecmat float loops (and
-    matmul's float16 loop) are fastgemm's and np.dot / np.inner are fastgemm's functions."""
+    matmul's float16 and bfloat16 products) are fastgemm's and np.dot / np.inner are
+    fastgemm's functions."""
     return (
         all(_core.ufunc_loops_replaced(name) for name in _gufuncs())
         and bool(_core.f16_matmul_loop_replaced())
+        and bool(_core.bf16_matmul_loop_on())
         and _numpy_funcs.installed()
     )
 
@@ -95,7 +114,9 @@ def patch_numpy() -> None:
     calls its BLAS directly; write ``a @ b`` or ``np.dot(a, b)``).
 
     Only float32 and float64 products change, with NumPy's semantics, and np.matmul on float16
-    pairs (accumulated in float32, rounded once to float16); every other dtype, subclasses,
+    pairs (accumulated in float32, rounded once to float16) and on ml_dtypes.bfloat16 pairs
+    (float32 result, as NumPy's; see the module docstring for one limit); every other dtype,
+    subclasses,
     and products too small to gain from fastgemm keep NumPy's code, as do operands it cannot
     address (unaligned data, strides that are not a multiple of the item size).
     Calling it when the switch is already on does nothing.
