@@ -27,8 +27,10 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     // B in place needs whole 64-byte lines per row: a load straddling two lines on every row
     // of a sliver costs more than packing.
     const bool lines = (b.rs * int64_t(sizeof(T))) % 64 == 0;
+    const Blocking packed =
+        blocking_for_rows(blocking_for(main.mr, main.nr, int(sizeof(T))), m, main.nr, int(sizeof(T)));
     if (m > tune.direct_max_m || b.cs != 1 || !lines) {
-        run_blocked(main, blocking_for(main.mr, main.nr, int(sizeof(T))), threads, false, alpha, a, b, beta, c, ep);
+        run_blocked(main, packed, threads, false, alpha, a, b, beta, c, ep);
         return;
     }
     const KernelTable<T>& uk = m <= tune.skinny_max_m ? skinny_table<T>(ks) : main;
@@ -39,7 +41,7 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     const auto misalign = int64_t(reinterpret_cast<uintptr_t>(b.data) % 64);
     const int64_t head = std::min<int64_t>(n, misalign ? (64 - misalign) / int64_t(sizeof(T)) : 0);
     if (head > 0 && n < tune.head_min_slivers * int64_t(uk.nr)) {
-        run_blocked(main, blocking_for(main.mr, main.nr, int(sizeof(T))), threads, false, alpha, a, b, beta, c, ep);
+        run_blocked(main, packed, threads, false, alpha, a, b, beta, c, ep);
         return;
     }
     if (head > 0)
