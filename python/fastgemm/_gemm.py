@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core, _epilogue, _int8, _lowp, _packed
-from ._layout import core_target, new_or_given_c, readable_beside, write_back
+from ._layout import core_target, new_or_given_c, readable_beside, require_2d, write_back
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -39,8 +39,7 @@ def _as_matrix(x: Any, name: str, dtype: np.dtype[Any], fn: str) -> np.ndarray:
                 f"computes in native {dtype}: pass {name}.astype(np.{dtype})"
             )
         raise TypeError(f"{fn}: {name} must have dtype {dtype}, got {x.dtype}")
-    if x.ndim != 2:
-        raise ValueError(f"{fn}: {name} must be a 2-D array, got {x.ndim}-D with shape {x.shape}")
+    require_2d(x, name, fn)
     return x
 
 
