@@ -43,6 +43,16 @@ def _as_matrix(x: Any, name: str, dtype: np.dtype[Any], fn: str) -> np.ndarray:
     return x
 
 
+def checked_c(opa: np.ndarray, opb: np.ndarray, c: Any, beta: float, dtype: np.dtype[Any], fn: str) -> np.ndarray:
+    """C of op(a) @ op(b) for sgemm / dgemm: a new one when ``c`` is None, else ``c`` checked as a
+    2-D ``dtype`` array (new_or_given_c's checks first)."""
+    given = c is not None
+    c = new_or_given_c(opa, opb, c, beta, dtype, fn)
+    if given:
+        _as_matrix(c, "c", dtype, fn)
+    return c
+
+
 def _scalar(x: Any, name: str, fn: str) -> float:
     if type(x) is float:  # the common case, without the cost of an ABC check
         return x
@@ -94,10 +104,7 @@ def _gemm(
     beta = _scalar(beta, "beta", fn)
     opa = a.T if _trans(trans_a, "trans_a", fn) else a
     opb = b.T if _trans(trans_b, "trans_b", fn) else b
-    given = c is not None
-    c = new_or_given_c(opa, opb, c, beta, dtype, fn)
-    if given:
-        _as_matrix(c, "c", dtype, fn)
+    c = checked_c(opa, opb, c, beta, dtype, fn)
     opa, opb = readable_beside(c, opa, opb, fn)
     epi = _epilogue.native_args(bias, activation, opb.shape[1], dtype, c, fn)
     target = core_target(c, beta)
