@@ -125,6 +125,17 @@ def assert_matches(got, ref, bound, what=""):
         )
 
 
+def check_into_placed(a, b, c0, layout, alpha, beta, what):
+    """sgemm / dgemm (by dtype) into C = c0 placed with `layout`: it returns that very array, which
+    then matches the reference, and nothing outside C changed."""
+    c = Placed(c0, layout)
+    out = GEMM[np.dtype(c0.dtype)](a, b, c.arr, alpha=alpha, beta=beta)
+    assert out is c.arr, what
+    ref, bound = reference(a, b, c0, alpha, beta)
+    assert_matches(c.arr, ref, bound, what)
+    assert c.untouched_outside(), f"{what}: wrote outside C"
+
+
 def tiles(kernel, dtype):
     """mr, nr, mc, kc, nc of `kernel` for `dtype`."""
     t = fastgemm._core.kernel_info(kernel)["float32" if np.dtype(dtype) == np.float32 else "float64"]

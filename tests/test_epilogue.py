@@ -118,6 +118,19 @@ def operands(rng, m, n, k, dtype, trans_a=False, trans_b=False):
     return a, b, rng.uniform(-2.0, 2.0, n).astype(dtype)
 
 
+def check_every_epilogue(a, b_arg, b, bias, label):
+    """gemm(a, b_arg) (b_arg: b or a PackedMatrix of it) with every activation, with and without
+    the bias, against the reference of a @ b."""
+    product = reference(a, b, None, 1.0, 0.0)
+    for act in ACTS:
+        for bv in (None, bias):
+            if act is None and bv is None:
+                continue
+            got = fastgemm.gemm(a, b_arg, bias=bv, activation=act)
+            ref, bound = expected(a, b, None, 1.0, 0.0, bv, act, product=product)
+            check(got, ref, bound, f"{label} {act} bias={bv is not None}")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_every_activation_and_bias(kernel, shape, dtype):
@@ -125,14 +138,7 @@ def test_every_activation_and_bias(kernel, shape, dtype):
     m, n, k = shape
     a, b, bias = operands(rng, m, n, k, dtype)
     a *= 3  # values well into each activation's curved part
-    product = reference(a, b, None, 1.0, 0.0)
-    for act in ACTS:
-        for bv in (None, bias):
-            if act is None and bv is None:
-                continue
-            got = fastgemm.gemm(a, b, bias=bv, activation=act)
-            ref, bound = expected(a, b, None, 1.0, 0.0, bv, act, product=product)
-            check(got, ref, bound, f"{kernel} {shape} {act} bias={bv is not None}")
+    check_every_epilogue(a, b, b, bias, f"{kernel} {shape}")
 
 
 LAYOUT_SHAPES = [(1, 37, 5), (37, 1, 5), (1, 1, 3), (7, 17, 31), (63, 65, 64)]
@@ -281,14 +287,7 @@ def test_packed_b_takes_the_epilogue(kernel, shape, dtype):
     a, b, bias = operands(rng, m, n, k, dtype)
     a *= 3
     p = fastgemm.pack(b)
-    product = reference(a, b, None, 1.0, 0.0)
-    for act in ACTS:
-        for bv in (None, bias):
-            if act is None and bv is None:
-                continue
-            got = fastgemm.gemm(a, p, bias=bv, activation=act)
-            ref, bound = expected(a, b, None, 1.0, 0.0, bv, act, product=product)
-            check(got, ref, bound, f"{kernel} packed {shape} {act} bias={bv is not None}")
+    check_every_epilogue(a, p, b, bias, f"{kernel} packed {shape}")
     # A column-major C with beta (the bounce tile), alpha == 0, and any thread count: the same bits.
     c0 = np.asfortranarray(random_matrix(rng, (m, n), dtype))
     c = c0.copy(order="F")

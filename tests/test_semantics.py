@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from gemm_check import DTYPES, GEMM, Placed, assert_matches, random_matrix, reference, tiles
+from gemm_check import DTYPES, GEMM, Placed, assert_matches, check_into_placed, random_matrix, reference, tiles
 
 INF, NAN = math.inf, math.nan
 SCALARS = [0.0, 1.0, -1.0, 0.5, INF, -INF, NAN]
@@ -32,11 +32,7 @@ def test_alpha_beta(kernel, dtype, alpha, beta):
         b = integer_matrix(rng, (k, n), dtype)
         c0 = integer_matrix(rng, (m, n), dtype)
         c0[0, 0] = -c0[0, 0]  # so beta = inf meets both signs
-        c = Placed(c0, "F")
-        GEMM[np.dtype(dtype)](a, b, c.arr, alpha=alpha, beta=beta)
-        ref, bound = reference(a, b, c0, alpha, beta)
-        assert_matches(c.arr, ref, bound, f"{kernel} alpha={alpha} beta={beta} {(m, n, k)}")
-        assert c.untouched_outside()
+        check_into_placed(a, b, c0, "F", alpha, beta, f"{kernel} alpha={alpha} beta={beta} {(m, n, k)}")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -15,17 +15,6 @@
 namespace fastgemm {
 namespace {
 
-template <typename A>
-const Int8Table<A>& table_of(const Int8Kernels& ik);
-template <>
-const Int8Table<uint8_t>& table_of<uint8_t>(const Int8Kernels& ik) {
-    return ik.u8;
-}
-template <>
-const Int8Table<int8_t>& table_of<int8_t>(const Int8Kernels& ik) {
-    return ik.s8;
-}
-
 // An int8 product for five_loops (driver.hpp). C's elements are 4 bytes, int32 or float32: an
 // int32 C, or a float32 C (scale != nullptr) whose memory holds the int32 sum of the k slices
 // done so far until the last slice turns each tile into scale * sum while it is in registers.
@@ -104,7 +93,8 @@ void run(const KernelSet& ks, View<const A> a, const B& b, char* c, int64_t rsc,
     const Int8Kernels& ik = int8_kernels(ks);
     const View<const int8_t> vb = shape_of(b);
     const int64_t m = a.rows, n = vb.cols, k = a.cols;
-    const Int8Product<A> product{table_of<A>(ik), a, vb, c, rsc, csc, accumulate, scale, scale_inc, ks.f32, ep, k};
+    const Int8Table<A>& t = pick<Int8Table<A>>(ik.u8, ik.s8);
+    const Int8Product<A> product{t, a, vb, c, rsc, csc, accumulate, scale, scale_inc, ks.f32, ep, k};
     const int threads = threads_for(m, n, k);
     if constexpr (std::is_same_v<B, PackedInt8B>)
         five_loops(FromPacked<Int8Product<A>>{product, b}, int8_blocking(ik), threads, m, n, k);

@@ -18,14 +18,8 @@ namespace fastgemm {
 namespace {
 
 template <typename S>
-const LowpTable<S>& lowp_table(const KernelSet& ks);
-template <>
-const LowpTable<bfloat16_t>& lowp_table<bfloat16_t>(const KernelSet& ks) {
-    return ks.lowp.bf16;
-}
-template <>
-const LowpTable<float16_t>& lowp_table<float16_t>(const KernelSet& ks) {
-    return ks.lowp.f16;
+const LowpTable<S>& lowp_table(const KernelSet& ks) {
+    return pick<LowpTable<S>>(ks.lowp.bf16, ks.lowp.f16);
 }
 
 // Floats of widened operands a small stack gets at a time: with its C items they stay in L1.

@@ -5,6 +5,7 @@
 
 #include <cfenv>
 #include <stdexcept>
+#include <type_traits>
 
 #include "epilogue.hpp"
 #include "kernel.hpp"
@@ -14,26 +15,21 @@
 
 namespace fastgemm {
 
+// The one of `options` whose type is Want: a kernel table chosen by element type at compile time.
+template <typename Want, typename First, typename... Rest>
+const Want& pick(const First& first, const Rest&... rest) {
+    if constexpr (std::is_same_v<First, Want>) return first;
+    else return pick<Want>(rest...);
+}
+
 // The kernel tables of element type T in a kernel set.
 template <typename T>
-const KernelTable<T>& main_table(const KernelSet& ks);
-template <>
-inline const KernelTable<float>& main_table<float>(const KernelSet& ks) {
-    return ks.f32;
-}
-template <>
-inline const KernelTable<double>& main_table<double>(const KernelSet& ks) {
-    return ks.f64;
+const KernelTable<T>& main_table(const KernelSet& ks) {
+    return pick<KernelTable<T>>(ks.f32, ks.f64);
 }
 template <typename T>
-const KernelTable<T>& skinny_table(const KernelSet& ks);
-template <>
-inline const KernelTable<float>& skinny_table<float>(const KernelSet& ks) {
-    return ks.f32_skinny;
-}
-template <>
-inline const KernelTable<double>& skinny_table<double>(const KernelSet& ks) {
-    return ks.f64_skinny;
+const KernelTable<T>& skinny_table(const KernelSet& ks) {
+    return pick<KernelTable<T>>(ks.f32_skinny, ks.f64_skinny);
 }
 
 // One product as the row-major paths see it: a stride along a dimension of size 1 made unit

@@ -109,39 +109,27 @@ struct Case {
 };
 
 // packed: B goes through a PackedB made for the active kernel set.
-template <typename T>
-void run_case(const char* kernel, const Case& cs, bool packed = false) {
+// One product checked on a C placed with layout lc, first inside sentinel guards (stray writes),
+// then exactly (the sanitizer catches any access): C starts as c0 (m x n, row-major), compute(c)
+// runs the product, describe(what, size, guard) names the case. Each element must be NaN where
+// the long double reference alpha * sum_p term(i, p, j) + beta * c0 is, else within
+// 2 (k + 2) (u |terms| + tiny) of it: K roundings in the dot product plus alpha and beta
+// scaling (DESIGN.md).
+template <typename T, typename Term, typename Compute, typename Describe>
+void check_guarded(int64_t m, int64_t n, int64_t k, Layout lc, const std::vector<T>& c0, T alpha, T beta, Term term,
+                   Compute compute, Describe describe) {
     const T sentinel = T(-12345.0);
-    const int64_t m = cs.m, n = cs.n, k = cs.k;
-    Placed<T> a(m, k, cs.la, 0, T(0)), b(k, n, cs.lb, 0, T(0));
-    auto logical_c = std::vector<std::vector<T>>(size_t(m), std::vector<T>(size_t(n)));
-    const T nan = std::numeric_limits<T>::quiet_NaN();
-    for (int64_t i = 0; i < m; ++i)
-        for (int64_t p = 0; p < k; ++p) a.at(i, p) = cs.nan_in_ab ? nan : T(uniform());
-    for (int64_t p = 0; p < k; ++p)
-        for (int64_t j = 0; j < n; ++j) b.at(p, j) = cs.nan_in_ab ? nan : T(uniform());
-    for (auto& row : logical_c)
-        for (T& x : row) x = cs.nan_in_c ? nan : T(uniform());
-
-    const T alpha = T(cs.alpha), beta = T(cs.beta);
     const long double u = sizeof(T) == 4 ? std::ldexp(1.0L, -24) : std::ldexp(1.0L, -53);
     const long double tiny = std::numeric_limits<T>::denorm_min();
-
     // Guarded C catches stray writes by sentinel; exact C lets the sanitizer catch any access.
     for (int64_t guard : {int64_t(64), int64_t(0)}) {
-        Placed<T> c(m, n, cs.lc, guard, sentinel);
+        Placed<T> c(m, n, lc, guard, sentinel);
         for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) c.at(i, j) = logical_c[size_t(i)][size_t(j)];
+            for (int64_t j = 0; j < n; ++j) c.at(i, j) = c0[size_t(i * n + j)];
         char what[256];
-        std::snprintf(what, sizeof what, "%s %s m=%lld n=%lld k=%lld A=%s B=%s%s C=%s%s alpha=%g beta=%g%s%s", kernel,
-                      type_name<T>(), (long long)m, (long long)n, (long long)k, kLayoutName[cs.la], kLayoutName[cs.lb],
-                      packed ? " packed" : "", kLayoutName[cs.lc], guard ? "+guards" : "", cs.alpha, cs.beta,
-                      cs.nan_in_c ? " NaN-in-C" : "", cs.nan_in_ab ? " NaN-in-AB" : "");
+        describe(what, sizeof what, guard ? "+guards" : "");
         try {
-            if (packed)
-                fastgemm::gemm<T>(alpha, a.cview(), fastgemm::PackedB<T>(fastgemm::active_kernels(), b.cview()), beta,
-                                  c.view());
-            else fastgemm::gemm<T>(alpha, a.cview(), b.cview(), beta, c.view());
+            compute(c.view());
         } catch (const std::exception& e) {
             report(false, std::string(what) + ": threw " + e.what());
             continue;
@@ -152,7 +140,7 @@ void run_case(const char* kernel, const Case& cs, bool packed = false) {
                 long double ref = 0, mag = 0;
                 if (alpha != T(0)) {
                     for (int64_t p = 0; p < k; ++p) {
-                        const long double x = (long double)a.at(i, p) * (long double)b.at(p, j);
+                        const long double x = term(i, p, j);
                         ref += x;
                         mag += std::fabs(x);
                     }
@@ -160,15 +148,14 @@ void run_case(const char* kernel, const Case& cs, bool packed = false) {
                     mag *= std::fabs((long double)alpha);
                 }
                 if (beta != T(0)) {
-                    const long double c0 = logical_c[size_t(i)][size_t(j)];
-                    ref += (long double)beta * c0;
-                    mag += std::fabs((long double)beta * c0);
+                    const long double cij = c0[size_t(i * n + j)];
+                    ref += (long double)beta * cij;
+                    mag += std::fabs((long double)beta * cij);
                 }
                 const long double got = c.at(i, j);
                 if (std::isnan(ref)) {
                     ok = std::isnan(got);
                 } else {
-                    // K roundings in the dot product plus alpha and beta scaling (DESIGN.md).
                     const long double bound = 2.0L * (k + 2) * (u * mag + tiny);
                     ok = std::isfinite(got) && std::fabs(got - ref) <= bound;
                 }
@@ -179,6 +166,36 @@ void run_case(const char* kernel, const Case& cs, bool packed = false) {
         report(ok, what);
         report(c.outside_untouched(sentinel), std::string(what) + ": wrote outside C");
     }
+}
+
+// packed: B goes through a PackedB made for the active kernel set.
+template <typename T>
+void run_case(const char* kernel, const Case& cs, bool packed = false) {
+    const int64_t m = cs.m, n = cs.n, k = cs.k;
+    Placed<T> a(m, k, cs.la, 0, T(0)), b(k, n, cs.lb, 0, T(0));
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t p = 0; p < k; ++p) a.at(i, p) = cs.nan_in_ab ? nan : T(uniform());
+    for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < n; ++j) b.at(p, j) = cs.nan_in_ab ? nan : T(uniform());
+    std::vector<T> c0(size_t(m * n));
+    for (T& x : c0) x = cs.nan_in_c ? nan : T(uniform());
+    const T alpha = T(cs.alpha), beta = T(cs.beta);
+    check_guarded<T>(
+        m, n, k, cs.lc, c0, alpha, beta,
+        [&](int64_t i, int64_t p, int64_t j) { return (long double)a.at(i, p) * (long double)b.at(p, j); },
+        [&](View<T> c) {
+            if (packed)
+                fastgemm::gemm<T>(alpha, a.cview(), fastgemm::PackedB<T>(fastgemm::active_kernels(), b.cview()), beta,
+                                  c);
+            else fastgemm::gemm<T>(alpha, a.cview(), b.cview(), beta, c);
+        },
+        [&](char* what, size_t size, const char* guard) {
+            std::snprintf(what, size, "%s %s m=%lld n=%lld k=%lld A=%s B=%s%s C=%s%s alpha=%g beta=%g%s%s", kernel,
+                          type_name<T>(), (long long)m, (long long)n, (long long)k, kLayoutName[cs.la],
+                          kLayoutName[cs.lb], packed ? " packed" : "", kLayoutName[cs.lc], guard, cs.alpha, cs.beta,
+                          cs.nan_in_c ? " NaN-in-C" : "", cs.nan_in_ab ? " NaN-in-AB" : "");
+        });
 }
 
 const fastgemm::KernelTable<float>& table_of(const fastgemm::KernelSet& ks, float) { return ks.f32; }
@@ -444,7 +461,6 @@ const char* storage_name() {
 template <typename S>
 void run_lowp_case(const char* kernel, const Case& cs, float subnormal_scale) {
     const int64_t m = cs.m, n = cs.n, k = cs.k;
-    const float sentinel = -12345.0f;
     Placed<S> a(m, k, cs.la, 0, S{0}), b(k, n, cs.lb, 0, S{0});
     const float nan = std::numeric_limits<float>::quiet_NaN();
     for (int64_t i = 0; i < m; ++i)
@@ -455,51 +471,19 @@ void run_lowp_case(const char* kernel, const Case& cs, float subnormal_scale) {
     std::vector<float> c0(size_t(m * n));
     for (float& x : c0) x = cs.nan_in_c ? nan : float(uniform());
     const float alpha = float(cs.alpha), beta = float(cs.beta);
-    const long double u = std::ldexp(1.0L, -24), tiny = std::numeric_limits<float>::denorm_min();
-    for (int64_t guard : {int64_t(64), int64_t(0)}) {
-        Placed<float> c(m, n, cs.lc, guard, sentinel);
-        for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) c.at(i, j) = c0[size_t(i * n + j)];
-        char what[256];
-        std::snprintf(what, sizeof what, "%s lowp %s m=%lld n=%lld k=%lld A=%s B=%s C=%s%s alpha=%g beta=%g%s%s%s",
-                      kernel, storage_name<S>(), (long long)m, (long long)n, (long long)k, kLayoutName[cs.la],
-                      kLayoutName[cs.lb], kLayoutName[cs.lc], guard ? "+guards" : "", cs.alpha, cs.beta,
-                      cs.nan_in_c ? " NaN-in-C" : "", cs.nan_in_ab ? " NaN-in-AB" : "",
-                      subnormal_scale != 1.0f ? " subnormal A" : "");
-        try {
-            fastgemm::gemm_lowp<S>(alpha, a.cview(), b.cview(), beta, c.view());
-        } catch (const std::exception& e) {
-            report(false, std::string(what) + ": threw " + e.what());
-            continue;
-        }
-        bool ok = true;
-        for (int64_t i = 0; i < m && ok; ++i)
-            for (int64_t j = 0; j < n && ok; ++j) {
-                long double ref = 0, mag = 0;
-                if (alpha != 0.0f) {
-                    for (int64_t p = 0; p < k; ++p) {
-                        const long double x =
-                            (long double)fastgemm::to_float(a.at(i, p)) * fastgemm::to_float(b.at(p, j));
-                        ref += x;
-                        mag += std::fabs(x);
-                    }
-                    ref *= alpha;
-                    mag *= std::fabs((long double)alpha);
-                }
-                if (beta != 0.0f) {
-                    ref += (long double)beta * c0[size_t(i * n + j)];
-                    mag += std::fabs((long double)beta * c0[size_t(i * n + j)]);
-                }
-                const long double got = c.at(i, j);
-                ok = std::isnan(ref) ? std::isnan(got)
-                                     : std::isfinite(got) && std::fabs(got - ref) <= 2.0L * (k + 2) * (u * mag + tiny);
-                if (!ok)
-                    std::snprintf(what + std::strlen(what), sizeof what - std::strlen(what),
-                                  ": C[%lld,%lld] = %Lg, expected %Lg", (long long)i, (long long)j, got, ref);
-            }
-        report(ok, what);
-        report(c.outside_untouched(sentinel), std::string(what) + ": wrote outside C");
-    }
+    check_guarded<float>(
+        m, n, k, cs.lc, c0, alpha, beta,
+        [&](int64_t i, int64_t p, int64_t j) {
+            return (long double)fastgemm::to_float(a.at(i, p)) * fastgemm::to_float(b.at(p, j));
+        },
+        [&](View<float> c) { fastgemm::gemm_lowp<S>(alpha, a.cview(), b.cview(), beta, c); },
+        [&](char* what, size_t size, const char* guard) {
+            std::snprintf(what, size, "%s lowp %s m=%lld n=%lld k=%lld A=%s B=%s C=%s%s alpha=%g beta=%g%s%s%s", kernel,
+                          storage_name<S>(), (long long)m, (long long)n, (long long)k, kLayoutName[cs.la],
+                          kLayoutName[cs.lb], kLayoutName[cs.lc], guard, cs.alpha, cs.beta,
+                          cs.nan_in_c ? " NaN-in-C" : "", cs.nan_in_ab ? " NaN-in-AB" : "",
+                          subnormal_scale != 1.0f ? " subnormal A" : "");
+        });
 }
 
 template <typename S>

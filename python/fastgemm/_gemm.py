@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core, _epilogue, _int8, _lowp, _packed
-from ._layout import core_target, new_or_given_c, readable_beside, write_back
+from ._layout import core_target, new_or_given_c, readable_beside, require_2d, write_back
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -39,9 +39,18 @@ def _as_matrix(x: Any, name: str, dtype: np.dtype[Any], fn: str) -> np.ndarray:
                 f"computes in native {dtype}: pass {name}.astype(np.{dtype})"
             )
         raise TypeError(f"{fn}: {name} must have dtype {dtype}, got {x.dtype}")
-    if x.ndim != 2:
-        raise ValueError(f"{fn}: {name} must be a 2-D array, got {x.ndim}-D with shape {x.shape}")
+    require_2d(x, name, fn)
     return x
+
+
+def checked_c(opa: np.ndarray, opb: np.ndarray, c: Any, beta: float, dtype: np.dtype[Any], fn: str) -> np.ndarray:
+    """C of op(a) @ op(b) for sgemm / dgemm: a new one when ``c`` is None, else ``c`` checked as a
+    2-D ``dtype`` array (new_or_given_c's checks first)."""
+    given = c is not None
+    c = new_or_given_c(opa, opb, c, beta, dtype, fn)
+    if given:
+        _as_matrix(c, "c", dtype, fn)
+    return c
 
 
 def _scalar(x: Any, name: str, fn: str) -> float:
@@ -95,10 +104,7 @@ def _gemm(
     beta = _scalar(beta, "beta", fn)
     opa = a.T if _trans(trans_a, "trans_a", fn) else a
     opb = b.T if _trans(trans_b, "trans_b", fn) else b
-    given = c is not None
-    c = new_or_given_c(opa, opb, c, beta, dtype, fn)
-    if given:
-        _as_matrix(c, "c", dtype, fn)
+    c = checked_c(opa, opb, c, beta, dtype, fn)
     opa, opb = readable_beside(c, opa, opb, fn)
     epi = _epilogue.native_args(bias, activation, opb.shape[1], dtype, c, fn)
     target = core_target(c, beta)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import _core, _epilogue, _lowp, _packed
-from ._layout import core_target, new_or_given_c, readable_beside, write_back
+from ._layout import core_target, new_or_given_c, readable_beside, require_2d, write_back
 
 _U8 = np.dtype(np.uint8)
 _I8 = np.dtype(np.int8)
@@ -41,8 +41,7 @@ def wants_int8(a_dt: np.dtype[Any], b: Any, scale: Any) -> bool:
 def _matrix(x: Any, name: str, fn: str) -> np.ndarray:
     if not isinstance(x, np.ndarray):
         x = np.asarray(x)
-    if x.ndim != 2:
-        raise ValueError(f"{fn}: {name} must be a 2-D array, got {x.ndim}-D with shape {x.shape}")
+    require_2d(x, name, fn)
     return x
 
 
@@ -118,8 +117,7 @@ def gemm(
                 f"{fn}: c must be {out_dt} for {a.dtype} x int8 "
                 f"{'with' if scale is not None else 'without'} scale=, got {c.dtype}"
             )
-        if c.ndim != 2:
-            raise ValueError(f"{fn}: c must be a 2-D array, got {c.ndim}-D with shape {c.shape}")
+        require_2d(c, "c", fn)
     s = None if scale is None else _scale(scale, opb.shape[1], fn)
     epi = _epilogue.native_args(bias, activation, opb.shape[1], _F32, c, fn) if s is not None else ()
     opa, opb = readable_beside(c, opa, opb, fn)

@@ -1,5 +1,5 @@
-"""Memory-layout predicates shared by the native API, matmul and the SciPy shim, and the
-output checks sgemm / dgemm and the 2-byte gemm share.
+"""Memory-layout predicates shared by the native API, matmul and the SciPy shim, the
+output checks sgemm / dgemm and the 2-byte gemm share, and the write of a matmul stack.
 
 The core indexes whole elements through aligned pointers, so an operand it reads or writes
 in place must be aligned with strides that are whole multiples of its item size; anything
@@ -8,6 +8,7 @@ else is copied first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from math import gcd
 from typing import Any
 
@@ -23,16 +24,25 @@ def native_ok(x: np.ndarray) -> bool:
     return all(s % size == 0 for s in x.strides)
 
 
-def core_target(c: np.ndarray, beta: float) -> np.ndarray:
-    """What the core writes C into: ``c`` itself when it can address it, else a C-ordered
-    stand-in (holding C's values when beta reads them) to copy back with :func:`write_back`."""
-    if native_ok(c):
+def require_2d(x: np.ndarray, name: str, fn: str) -> None:
+    """ValueError unless the operand ``name`` is a 2-D array."""
+    if x.ndim != 2:
+        raise ValueError(f"{fn}: {name} must be a 2-D array, got {x.ndim}-D with shape {x.shape}")
+
+
+def core_target(c: np.ndarray, beta: float, dtype: np.dtype[Any] | None = None) -> np.ndarray:
+    """What the core writes C into: ``c`` itself when it can address it and it has the core's
+    ``dtype`` (C's own by default), else a C-ordered stand-in of ``dtype`` (holding C's values when
+    beta reads them) to copy back with :func:`write_back`."""
+    if native_ok(c) and (dtype is None or c.dtype == dtype):
         return c
-    return c.copy(order="C") if beta != 0.0 else np.empty(c.shape, dtype=c.dtype)
+    dt = c.dtype if dtype is None else dtype
+    return c.astype(dt, order="C") if beta != 0.0 else np.empty(c.shape, dtype=dt)
 
 
 def write_back(c: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """``c`` holding what the core wrote into ``target`` (core_target's result)."""
+    """``c`` holding what the core wrote into ``target`` (core_target's result; one rounding when
+    ``c`` is narrower)."""
     if target is not c:
         c[...] = target
     return c
@@ -124,3 +134,21 @@ def addressable(x: np.ndarray) -> np.ndarray:
     (np.ascontiguousarray would return a misaligned or odd-strided array unchanged when NumPy
     deems it contiguous, always so for a 1 x 1)."""
     return x if native_ok(x) else x.copy(order="C")
+
+
+def run_stack(
+    batched: Callable[..., None], a3: np.ndarray, b3: np.ndarray, result: np.ndarray, a_ndim: int, b_ndim: int, k: int
+) -> None:
+    """``result`` = the numpy.matmul of operands of ``a_ndim`` / ``b_ndim`` dimensions, computed
+    by ``batched`` (a stacked native product) on their stacks ``a3``, ``b3`` (k their inner size)."""
+    # Put back the dimensions 1-D operands had removed (views, never copies of result).
+    c3 = result
+    if b_ndim == 1:
+        c3 = c3[..., None]
+    if a_ndim == 1:
+        c3 = c3[..., None, :]
+    if k == 0 or result.size == 0:
+        # Nothing to read: an empty operand may sit at any address (NumPy allows odd ones).
+        result[...] = 0
+    else:
+        batched(a3, b3, c3, 1.0, 0.0)

@@ -16,7 +16,16 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from . import _core, _epilogue
-from ._layout import may_self_overlap, native_ok, new_or_given_c, readable_beside
+from ._layout import (
+    core_target,
+    may_self_overlap,
+    native_ok,
+    new_or_given_c,
+    readable_beside,
+    require_2d,
+    run_stack,
+    write_back,
+)
 
 _F16 = np.dtype(np.float16)
 _F32 = np.dtype(np.float32)
@@ -107,15 +116,7 @@ def run(p: Plan, out: np.ndarray | None) -> Any:
     )
     # The float32 accumulators: out itself for a bfloat16 product when the core can write it.
     acc: np.ndarray = out if direct and out is not None else np.empty(shape, dtype=_F32)
-    c3 = acc
-    if b.ndim == 1:
-        c3 = c3[..., None]
-    if a.ndim == 1:
-        c3 = c3[..., None, :]
-    if k == 0 or acc.size == 0:
-        acc[...] = 0
-    else:
-        _core.gemm_lowp_batched(a3, b3, c3, 1.0, 0.0)
+    run_stack(_core.gemm_lowp_batched, a3, b3, acc, a.ndim, b.ndim, k)
     res: np.ndarray
     if result_dt == _F16:
         res = out if out is not None and out.flags.c_contiguous and out.flags.aligned else np.empty(shape, _F16)
@@ -157,9 +158,8 @@ def gemm(
                 f"convert one (e.g. b.astype(a.dtype))"
             )
         raise TypeError(f"{fn}: a is {dt}, so b must be {dt} too, got {b.dtype}")
-    for name, x in (("a", a), ("b", b)):
-        if x.ndim != 2:
-            raise ValueError(f"{fn}: {name} must be a 2-D array, got {x.ndim}-D with shape {x.shape}")
+    require_2d(a, "a", fn)
+    require_2d(b, "b", fn)
     opa = a.T if trans_a else a
     opb = b.T if trans_b else b
     given = c is not None
@@ -167,8 +167,7 @@ def gemm(
     if given:
         if c.dtype != _F32 and c.dtype != dt:
             raise TypeError(f"{fn}: with {dt} a and b, c must be float32 or {dt}, got {c.dtype}")
-        if c.ndim != 2:
-            raise ValueError(f"{fn}: c must be a 2-D array, got {c.ndim}-D with shape {c.shape}")
+        require_2d(c, "c", fn)
     opa, opb = readable_beside(c, opa, opb, fn)
     number = _epilogue.activation_number(activation, fn)
     if bias is not None:
@@ -178,11 +177,7 @@ def gemm(
         elif bias.dtype != _F32:
             raise TypeError(f"{fn}: with {dt} a and b, bias must be float32 or {dt}, got {bias.dtype}")
     vec = _epilogue.bias_vector(bias, c.shape[1], _F32, c, fn)
-    if c.dtype == _F32 and native_ok(c):
-        _core.gemm_lowp(opa, opb, c, alpha, beta, vec, number)
-    else:
-        # A 2-byte (or unaligned) C: computed and finished in float32, rounded once on the way back.
-        tmp = c.astype(_F32, order="C") if beta != 0.0 else np.empty(c.shape, dtype=_F32)
-        _core.gemm_lowp(opa, opb, tmp, alpha, beta, vec, number)
-        c[...] = tmp
-    return c
+    # A 2-byte (or unaligned) C: computed and finished in float32, rounded once on the way back.
+    target = core_target(c, beta, _F32)
+    _core.gemm_lowp(opa, opb, target, alpha, beta, vec, number)
+    return write_back(c, target)

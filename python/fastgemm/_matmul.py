@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core, _lowp, _packed
-from ._layout import may_self_overlap, native_ok
+from ._layout import may_self_overlap, native_ok, run_stack
 
 _BATCHED: dict[np.dtype[Any], Callable[..., None]] = {
     np.dtype(np.float32): _core.sgemm_batched,
@@ -179,17 +179,7 @@ def _native(plan: _Plan, out: Any) -> Any:
         and not np.may_share_memory(out, b3)
     )
     result = out if direct else np.empty(shape, dtype=dtype)
-    # Put back the dimensions 1-D operands had removed (views, never copies of out).
-    c3 = result
-    if b.ndim == 1:
-        c3 = c3[..., None]
-    if a.ndim == 1:
-        c3 = c3[..., None, :]
-    if k == 0 or result.size == 0:
-        # Nothing to read: an empty operand may sit at any address (NumPy allows odd ones).
-        result[...] = 0
-    else:
-        _BATCHED[dtype](a3, b3, c3, 1.0, 0.0)
+    run_stack(_BATCHED[dtype], a3, b3, result, a.ndim, b.ndim, k)
     if out is not None:
         if not direct:
             out[...] = result

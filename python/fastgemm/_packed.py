@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core, _epilogue, _gemm, _int8
-from ._layout import addressable, core_target, new_or_given_c, readable_beside, write_back
+from ._layout import addressable, core_target, readable_beside, write_back
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -167,10 +167,7 @@ def gemm(
         opa = addressable(opa)
     else:
         shape_b = b._stand_in()
-        given = c is not None
-        c = new_or_given_c(opa, shape_b, c, beta, dtype, fn)
-        if given:
-            _gemm._as_matrix(c, "c", dtype, fn)
+        c = _gemm.checked_c(opa, shape_b, c, beta, dtype, fn)
         opa, _ = readable_beside(c, opa, shape_b, fn)
     epi = _epilogue.native_args(bias, activation, b.shape[1], dtype, c, fn)
     packed = b._for_active_kernel()

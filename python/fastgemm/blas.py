@@ -30,7 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import _core
-from ._layout import native_ok
+from ._layout import addressable, native_ok
 
 __all__ = ["sgemm", "dgemm"]
 
@@ -138,11 +138,7 @@ def _gemm(
                 opa = opa.copy()
             if np.may_share_memory(work, opb):
                 opb = opb.copy()
-    if not native_ok(opa):
-        opa = np.ascontiguousarray(opa)
-    if not native_ok(opb):
-        opb = np.ascontiguousarray(opb)
-    native(opa, opb, work, alpha, beta)
+    native(addressable(opa), addressable(opb), work, alpha, beta)
     return result
 
 

@@ -64,16 +64,31 @@ void gemv_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x
     }
 }
 
+// How gemv_dots reads x and the matrix (L::S the stored type): load(p) W elements as a V::reg;
+// an L made for the last `rest` < W elements of a dot reads them by part(p), the other lanes 0,
+// when any(full, k). Each reader keeps its own tail test: the code generated for both stayed as
+// it was (objdump, avx2). DirectLoad: stored as V::T; lowp.hpp has the widening one.
+template <typename V>
+struct DirectLoad {
+    using S = typename V::T;
+    typename V::mask tail;
+    explicit DirectLoad(int64_t rest) : tail(V::lanes(int(rest))) {}
+    static bool any(int64_t full, int64_t k) { return full < k; }
+    static typename V::reg load(const S* p) { return V::loadu(p); }
+    typename V::reg part(const S* p) const { return V::maskz_loadu(tail, p); }
+};
+
 // y[j] = dot(x, M[j, :]) for four rows of M at a time (x loaded once per four dots); each dot
 // keeps W partial sums and adds them up at the end.
-template <typename V>
-void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x, const typename V::T* mat, int64_t ldm,
+template <typename V, typename L = DirectLoad<V>>
+void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename L::S* x, const typename L::S* mat, int64_t ldm,
                typename V::T beta, typename V::T* y, int64_t incy) {
     using T = typename V::T;
     using R = typename V::reg;
+    using S = typename L::S;
     constexpr int W = V::W;
     const int64_t full = k / W * W;
-    const typename V::mask tail = V::lanes(int(k - full));
+    const L tail(k - full);
     auto finish = [&](R acc, int64_t j) {
         T lanes[W];
         V::storeu(lanes, acc);
@@ -84,21 +99,21 @@ void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x
     };
     int64_t j = 0;
     for (; j + 4 <= n; j += 4) {
-        const T *r0 = mat + j * ldm, *r1 = r0 + ldm, *r2 = r1 + ldm, *r3 = r2 + ldm;
+        const S *r0 = mat + j * ldm, *r1 = r0 + ldm, *r2 = r1 + ldm, *r3 = r2 + ldm;
         R a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
         for (int64_t p = 0; p < full; p += W) {
-            const R xv = V::loadu(x + p);
-            a0 = V::fmadd(V::loadu(r0 + p), xv, a0);
-            a1 = V::fmadd(V::loadu(r1 + p), xv, a1);
-            a2 = V::fmadd(V::loadu(r2 + p), xv, a2);
-            a3 = V::fmadd(V::loadu(r3 + p), xv, a3);
+            const R xv = L::load(x + p);
+            a0 = V::fmadd(L::load(r0 + p), xv, a0);
+            a1 = V::fmadd(L::load(r1 + p), xv, a1);
+            a2 = V::fmadd(L::load(r2 + p), xv, a2);
+            a3 = V::fmadd(L::load(r3 + p), xv, a3);
         }
-        if (full < k) {
-            const R xv = V::maskz_loadu(tail, x + full);
-            a0 = V::fmadd(V::maskz_loadu(tail, r0 + full), xv, a0);
-            a1 = V::fmadd(V::maskz_loadu(tail, r1 + full), xv, a1);
-            a2 = V::fmadd(V::maskz_loadu(tail, r2 + full), xv, a2);
-            a3 = V::fmadd(V::maskz_loadu(tail, r3 + full), xv, a3);
+        if (tail.any(full, k)) {
+            const R xv = tail.part(x + full);
+            a0 = V::fmadd(tail.part(r0 + full), xv, a0);
+            a1 = V::fmadd(tail.part(r1 + full), xv, a1);
+            a2 = V::fmadd(tail.part(r2 + full), xv, a2);
+            a3 = V::fmadd(tail.part(r3 + full), xv, a3);
         }
         finish(a0, j);
         finish(a1, j + 1);
@@ -106,10 +121,10 @@ void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x
         finish(a3, j + 3);
     }
     for (; j < n; ++j) {
-        const T* r = mat + j * ldm;
+        const S* r = mat + j * ldm;
         R acc = V::zero();
-        for (int64_t p = 0; p < full; p += W) acc = V::fmadd(V::loadu(r + p), V::loadu(x + p), acc);
-        if (full < k) acc = V::fmadd(V::maskz_loadu(tail, r + full), V::maskz_loadu(tail, x + full), acc);
+        for (int64_t p = 0; p < full; p += W) acc = V::fmadd(L::load(r + p), L::load(x + p), acc);
+        if (tail.any(full, k)) acc = V::fmadd(tail.part(r + full), tail.part(x + full), acc);
         finish(acc, j);
     }
 }

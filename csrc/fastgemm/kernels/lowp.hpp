@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "../kernel.hpp"
+#include "gemv.hpp"
 #include "packing.hpp"
 
 namespace fastgemm {
@@ -95,53 +96,16 @@ void gemv_rows_cvt(int64_t n, int64_t k, float alpha, const typename C::S* x, in
     }
 }
 
-// gemv_dots (gemv.hpp) with x and the matrix in C::S.
+// gemv_dots' reading (gemv.hpp) of x and the matrix in C::S, widened as they stream.
 template <typename V, typename C>
-void gemv_dots_cvt(int64_t n, int64_t k, float alpha, const typename C::S* x, const typename C::S* mat, int64_t ldm,
-                   float beta, float* y, int64_t incy) {
-    using R = typename V::reg;
+struct WidenLoad {
     using S = typename C::S;
-    constexpr int W = V::W;
-    const int64_t full = k / W * W, rest = k - full;
-    auto finish = [&](R acc, int64_t j) {
-        float lanes[W];
-        V::storeu(lanes, acc);
-        float sum = 0.0f;
-        for (int l = 0; l < W; ++l) sum += lanes[l];
-        float& yj = y[j * incy];
-        yj = beta == 0.0f ? alpha * sum : alpha * sum + beta * yj;
-    };
-    int64_t j = 0;
-    for (; j + 4 <= n; j += 4) {
-        const S *r0 = mat + j * ldm, *r1 = r0 + ldm, *r2 = r1 + ldm, *r3 = r2 + ldm;
-        R a0 = V::zero(), a1 = V::zero(), a2 = V::zero(), a3 = V::zero();
-        for (int64_t p = 0; p < full; p += W) {
-            const R xv = C::load(x + p);
-            a0 = V::fmadd(C::load(r0 + p), xv, a0);
-            a1 = V::fmadd(C::load(r1 + p), xv, a1);
-            a2 = V::fmadd(C::load(r2 + p), xv, a2);
-            a3 = V::fmadd(C::load(r3 + p), xv, a3);
-        }
-        if (rest) {
-            const R xv = load_part<V, C>(x + full, rest);
-            a0 = V::fmadd(load_part<V, C>(r0 + full, rest), xv, a0);
-            a1 = V::fmadd(load_part<V, C>(r1 + full, rest), xv, a1);
-            a2 = V::fmadd(load_part<V, C>(r2 + full, rest), xv, a2);
-            a3 = V::fmadd(load_part<V, C>(r3 + full, rest), xv, a3);
-        }
-        finish(a0, j);
-        finish(a1, j + 1);
-        finish(a2, j + 2);
-        finish(a3, j + 3);
-    }
-    for (; j < n; ++j) {
-        const S* r = mat + j * ldm;
-        R acc = V::zero();
-        for (int64_t p = 0; p < full; p += W) acc = V::fmadd(C::load(r + p), C::load(x + p), acc);
-        if (rest) acc = V::fmadd(load_part<V, C>(r + full, rest), load_part<V, C>(x + full, rest), acc);
-        finish(acc, j);
-    }
-}
+    int64_t rest;
+    explicit WidenLoad(int64_t r) : rest(r) {}
+    bool any(int64_t, int64_t) const { return rest != 0; }
+    static typename V::reg load(const S* p) { return C::load(p); }
+    typename V::reg part(const S* p) const { return load_part<V, C>(p, rest); }
+};
 
 // Conversion traits may also give load_pairs(p, even, odd): 2W elements at p, the even-indexed
 // ones widened into `even`, the odd-indexed ones into `odd`. For bfloat16 that is one load, a
@@ -247,7 +211,8 @@ void widen(int64_t rows, int64_t cols, const typename C::S* src, int64_t rs, int
 
 template <typename V, typename C, int MR, int NR>
 constexpr LowpTable<typename C::S> lowp_table() {
-    return {&pack_a_cvt<V, C, MR>, &pack_b_cvt<V, C, NR>, &gemv_rows_best<V, C>, &gemv_dots_cvt<V, C>, &widen<V, C>};
+    return {&pack_a_cvt<V, C, MR>, &pack_b_cvt<V, C, NR>, &gemv_rows_best<V, C>, &gemv_dots<V, WidenLoad<V, C>>,
+            &widen<V, C>};
 }
 
 // The LowpKernels of a kernel file whose float32 main tile is MR x (NV vectors of V).
