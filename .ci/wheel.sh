@@ -4,7 +4,8 @@
 # tree -> a consumer project that depends on fastgemm checks a product against NumPy.
 #
 # Standalone: bash .ci/wheel.sh. Leaves in $FASTGEMM_CI_WORK (default /tmp/fastgemm-ci):
-#   wheelhouse/*.whl    the repaired wheel          build-wheel/   the CMake build dir (objects)
+#   wheelhouse/*.whl    the repaired wheel          build-wheel/   the CMake build dir (objects, and
+#                                                   fastgemm_test_core linked from them)
 #   venv-user/          Python with the wheel installed, used by .ci/x86_dispatch.sh
 set -euo pipefail
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,13 +24,16 @@ echo "== sdist"
 SDIST=$(ls "$WORK"/dist/fastgemm-*.tar.gz)
 # (Listings go through a variable: grep -q closing the pipe early would trip pipefail.)
 LISTING=$(tar -tzf "$SDIST")
-for f in csrc/fastgemm/kernels/neon.cpp cmake/aarch64-linux-gnu.cmake LICENSE CHANGELOG.md; do
+for f in csrc/fastgemm/kernels/neon.cpp csrc/tests/test_core.cpp cmake/aarch64-linux-gnu.cmake LICENSE CHANGELOG.md; do
   grep -qx "fastgemm-[^/]*/$f" <<<"$LISTING" || { echo "sdist lacks $f"; exit 1; }
 done
 
 echo "== wheel (built from the sdist, with build isolation as pip does for users)"
-# The build dir is kept so .ci/isa_check.sh can inspect these very objects.
-nice -n 19 "$T/pip" wheel -q --no-deps -w "$WORK/dist" -Cbuild-dir="$WORK/build-wheel" "$SDIST"
+# The build dir is kept so .ci/isa_check.sh can inspect these very objects and
+# .ci/x86_dispatch.sh can run the C++ driver linked from them (one build of the core, not two).
+nice -n 19 "$T/pip" wheel -q --no-deps -w "$WORK/dist" -Cbuild-dir="$WORK/build-wheel" \
+  -Ccmake.define.FASTGEMM_TESTS=ON "$SDIST"
+[ -x "$WORK/build-wheel/fastgemm_test_core" ] || { echo "the wheel build made no C++ test driver"; exit 1; }
 WHEEL=$(ls "$WORK"/dist/fastgemm-*.whl)
 "$T/auditwheel" show "$WHEEL"
 

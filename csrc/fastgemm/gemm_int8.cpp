@@ -104,13 +104,6 @@ void run(const KernelSet& ks, View<const A> a, const B& b, char* c, int64_t rsc,
 }  // namespace
 
 const Int8Kernels& int8_kernels(const KernelSet& ks) {
-#if defined(__aarch64__)
-    // Under qemu-aarch64 the portable int8 tile gave wrong sums (m = 193, n = 9, k = 1025, C
-    // strided; x86 and NEON right): refused, not wrong, until found. See docs/DESIGN.md, "int8 products".
-    if (&ks == &generic_kernels)
-        throw std::runtime_error(
-            "int8 products on the generic kernel are disabled on aarch64 (a known bug); use the neon kernel");
-#endif
     return ks.int8.better && ks.int8.better_can_run(cpu_features()) ? *ks.int8.better : ks.int8;
 }
 
