@@ -83,9 +83,9 @@ Blocking blocking_for(int mr, int nr, int s) {
     return {round_down(mc, mr), std::max<int64_t>(kc, 1), round_down(nc, nr)};
 }
 
-Blocking blocking_for_rows(const Blocking& bs, int64_t m, int nr, int s) {
+Blocking blocking_for_rows(const Blocking& bs, int64_t m, int threads, int nr, int s) {
     if (env_blocking().nc) return bs;
-    const int64_t panel_nc = 4 * caches().l2.size / (bs.kc * s);
+    const int64_t panel_nc = 4 * caches().l2.size * threads / (bs.kc * s);
     const int64_t nc = std::max(panel_nc, 8 * m);
     return nc < bs.nc ? Blocking{bs.mc, bs.kc, round_down(nc, nr)} : bs;
 }

@@ -24,12 +24,12 @@ constexpr int64_t even_block(int64_t total, int64_t block, int64_t align) {
 // an integer in range (see rejected_env_settings).
 Blocking blocking_for(int mr, int nr, int elem_size);
 
-// `bs` for a product with m rows of C: with few rows each packed B panel is read by only
-// ceil(m / MR) tiles per sliver, and a panel within 4 x L2 ran 10-30% faster than the L3-sized
-// one at m <= 128 (docs/DESIGN.md, "B panel for few rows"). NC goes down to that, but not below
-// 8 m, where repacking A (once per panel) would cost more than an eighth of packing B.
-// FASTGEMM_NC, when set, stands.
-Blocking blocking_for_rows(const Blocking& bs, int64_t m, int nr, int elem_size);
+// `bs` for a product with m rows of C on `threads` threads: with few rows each packed B panel
+// is read by only ceil(m / MR) tiles per sliver, and a panel within 4 x L2 per thread ran
+// 10-30% faster than the L3-sized one at m <= 128 on one thread (docs/DESIGN.md, "B panel for
+// few rows"). NC goes down to that, but not below 8 m, where repacking A (once per panel)
+// would cost more than an eighth of packing B. FASTGEMM_NC, when set, stands.
+Blocking blocking_for_rows(const Blocking& bs, int64_t m, int threads, int nr, int elem_size);
 
 // An environment override that was ignored.
 struct RejectedSetting {

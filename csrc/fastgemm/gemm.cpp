@@ -28,7 +28,7 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     // of a sliver costs more than packing.
     const bool lines = (b.rs * int64_t(sizeof(T))) % 64 == 0;
     const Blocking packed =
-        blocking_for_rows(blocking_for(main.mr, main.nr, int(sizeof(T))), m, main.nr, int(sizeof(T)));
+        blocking_for_rows(blocking_for(main.mr, main.nr, int(sizeof(T))), m, threads, main.nr, int(sizeof(T)));
     if (m > tune.direct_max_m || b.cs != 1 || !lines) {
         run_blocked(main, packed, threads, false, alpha, a, b, beta, c, ep);
         return;
