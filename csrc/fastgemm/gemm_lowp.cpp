@@ -134,8 +134,7 @@ void gemm_lowp(float alpha, View<const S> a, View<const S> b, float beta, View<f
     check_single(a, b, c);
     if (c.rows == 0 || c.cols == 0) return;
     if (alpha == 0.0f || a.cols == 0) {
-        scale(beta, c);
-        if (ep.active()) apply_epilogue(active_kernels().f32, c, ep);
+        scale(active_kernels().f32, beta, c, ep);
         return;
     }
     const PaddingFlags flags;

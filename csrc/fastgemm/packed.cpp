@@ -102,8 +102,7 @@ void gemm(T alpha, View<const T> a, const PackedB<T>& b, T beta, View<T> c, cons
     if (m == 0 || n == 0) return;
     const KernelTable<T>& uk = main_table<T>(b.kernels());
     if (alpha == T(0) || k == 0) {
-        scale(beta, c);
-        if (ep.active()) apply_epilogue(uk, c, ep);
+        scale(uk, beta, c, ep);
         return;
     }
     const PaddingFlags flags;
