@@ -25,7 +25,7 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     const KernelTable<T>& table = main_table<T>(ks);
     SmallProduct<T> sp;
     const bool stacked = alpha != T(0) && k > 0 && per_item == 1 && small_product(ks, a, b, c, sp);
-    const BatchAxis in = st.axes.empty() ? BatchAxis{1, 0, 0, 0} : st.axes.back();
+    const BatchAxis in = innermost(st);
     run_stack(
         c, st, m, n, k, per_item, stacked,
         [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {

@@ -106,8 +106,7 @@ void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const Ep
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     if (m == 0 || n == 0) return;
     if (alpha == T(0) || k == 0) {
-        scale(beta, c);
-        if (ep.active()) apply_epilogue(main_table<T>(active_kernels()), c, ep);
+        scale(main_table<T>(active_kernels()), beta, c, ep);
         return;
     }
     const PaddingFlags flags;

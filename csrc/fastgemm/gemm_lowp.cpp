@@ -134,8 +134,7 @@ void gemm_lowp(float alpha, View<const S> a, View<const S> b, float beta, View<f
     check_single(a, b, c);
     if (c.rows == 0 || c.cols == 0) return;
     if (alpha == 0.0f || a.cols == 0) {
-        scale(beta, c);
-        if (ep.active()) apply_epilogue(active_kernels().f32, c, ep);
+        scale(active_kernels().f32, beta, c, ep);
         return;
     }
     const PaddingFlags flags;
@@ -155,7 +154,7 @@ void gemm_lowp_batched(float alpha, View<const S> a, View<const S> b, float beta
     const KernelSet& ks = active_kernels();
     const Oriented<S, float> o = orient(a, b, c);
     const bool stacked = alpha != 0.0f && k > 0 && per_item == 1 && small_widened_fits(ks, o);
-    const BatchAxis in = st.axes.empty() ? BatchAxis{1, 0, 0, 0} : st.axes.back();
+    const BatchAxis in = innermost(st);
     run_stack(
         c, st, m, n, k, per_item, stacked,
         [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {

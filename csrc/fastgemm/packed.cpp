@@ -80,17 +80,16 @@ PackedPanels::Format int8_format(const Int8Table<int8_t>& t) { return {t.nr, t.k
 }  // namespace
 
 PackedInt8B::PackedInt8B(const KernelSet& ks, View<const int8_t> b)
-    : PackedPanels(ks, b.rows, b.cols, int8_blocking(int8_kernels(ks)), int8_format(int8_kernels(ks).s8)),
-      ik_(&int8_kernels(ks)) {
+    : PackedPanels(ks, b.rows, b.cols, int8_blocking(int8_kernels(ks)), int8_format(int8_kernels(ks).s8)) {
     extent(b);
-    const Int8Table<int8_t>& t = ik_->s8;
+    const Int8Table<int8_t>& t = int8_kernels(ks).s8;
     fill([&](int64_t pc, int64_t jc, int64_t kc, int64_t nc, char* dst) {
         t.pack_b(kc, nc, b.data + pc * b.rs + jc * b.cs, b.rs, b.cs, dst, 0, ceil_div(nc, t.nr));
     });
 }
 
 void PackedInt8B::unpack(View<int8_t> out) const {
-    if (ik_->s8.b_size == 1) unpack_as<int8_t, int8_t>(out);
+    if (int8_kernels(kernels()).s8.b_size == 1) unpack_as<int8_t, int8_t>(out);
     else unpack_as<int16_t, int8_t>(out);  // widened while packing (vpmaddwd, scalar, NEON)
 }
 
@@ -102,8 +101,7 @@ void gemm(T alpha, View<const T> a, const PackedB<T>& b, T beta, View<T> c, cons
     if (m == 0 || n == 0) return;
     const KernelTable<T>& uk = main_table<T>(b.kernels());
     if (alpha == T(0) || k == 0) {
-        scale(beta, c);
-        if (ep.active()) apply_epilogue(uk, c, ep);
+        scale(uk, beta, c, ep);
         return;
     }
     const PaddingFlags flags;

@@ -88,12 +88,8 @@ class PackedInt8B : public PackedPanels {
    public:
     // Packs B (k x n, any strides). Throws std::overflow_error, std::bad_alloc.
     PackedInt8B(const KernelSet& ks, View<const int8_t> b);
-    const Int8Kernels& int8() const { return *ik_; }
     // out (k x n, any strides) = B, exactly.
     void unpack(View<int8_t> out) const;
-
-   private:
-    const Int8Kernels* ik_;
 };
 
 // C = alpha * A @ B + beta * C with B pre-packed; gemm<T>'s contract (shapes checked first,

@@ -171,6 +171,13 @@ void scale(T beta, View<T> c) {
         }
 }
 
+// C = act(beta * C + bias) without a product: scale, then the epilogue (table uk's).
+template <typename T>
+void scale(const KernelTable<T>& uk, T beta, View<T> c, const Epilogue<T>& ep) {
+    scale(beta, c);
+    if (ep.active()) apply_epilogue(uk, c, ep);
+}
+
 // The checks every single-product entry makes before anything is written: shapes and index
 // ranges (check_product), and a C with one element per (row, column), as BLAS needs ldc >= m.
 template <typename A, typename B, typename C>

@@ -27,6 +27,10 @@ bool read_nonempty_stack(const A& a, const B& b, const C& c, const std::vector<B
     return true;
 }
 
+// The axis a stack's runs go along: its innermost batch axis, or one axis of one item when it has
+// none.
+inline BatchAxis innermost(const Stack& st) { return st.axes.empty() ? BatchAxis{1, 0, 0, 0} : st.axes.back(); }
+
 // Items [lo, hi) of a stack in order, as runs along the innermost axis: run(len, oa, ob, oc)
 // for `len` items starting at those element offsets, each next item one step of axes.back()
 // further. The batch index is decomposed once per range and then stepped like an odometer: a
@@ -90,7 +94,7 @@ template <typename T, typename Run, typename Item>
 void run_stack(View<T> c, const Stack& st, int64_t m, int64_t n, int64_t k, int per_item, bool stacked, Run run,
                Item item) {
     std::vector<BatchAxis> axes = st.axes;
-    if (axes.empty()) axes.push_back({1, 0, 0, 0});
+    if (axes.empty()) axes.push_back(innermost(st));
     const int64_t count = st.count;
     const BatchAxis in = axes.back();
     auto run_range = [&](int64_t lo, int64_t hi) {
