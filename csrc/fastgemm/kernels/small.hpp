@@ -185,6 +185,7 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
             case 4:
                 if constexpr (4 % W == 0) FASTGEMM_EACH((square_fixed<V, 4, PV>), 4);
                 else FASTGEMM_EACH((square_tiny<V, 4>), 4);
+                break;  // not reached: both branches return
             case 8:
                 if constexpr (8 % W == 0) FASTGEMM_EACH((square_fixed<V, 8, PV>), 8);
                 break;
