@@ -89,9 +89,9 @@ void gemm_lowp_typed(const py::array& a, const py::array& b, py::array& c, float
 
 void gemm_lowp_py(const py::array& a, const py::array& b, py::array& c, float alpha, float beta,
                   const std::optional<py::array>& bias, int activation) {
-    const std::pair<const py::array*, const char*> operands[] = {{&a, "a"}, {&b, "b"}, {&c, "c"}};
-    for (const auto& [x, name] : operands)
-        if (x->ndim() != 2) throw py::value_error(std::string(name) + ": expected a 2-D array");
+    bindings::require_2d(a, "a");
+    bindings::require_2d(b, "b");
+    bindings::require_2d(c, "c");
     if (pair_kind(a, b, "gemm_lowp") == Lowp::bf16) gemm_lowp_typed<bfloat16_t>(a, b, c, alpha, beta, bias, activation);
     else gemm_lowp_typed<float16_t>(a, b, c, alpha, beta, bias, activation);
 }
