@@ -169,12 +169,13 @@ PyObject* matmul_2d(PyObject* a_obj, PyObject* b_obj, int type_num) {
             return nullptr;
         }
     }
-    const View<float16_t> vr{static_cast<float16_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(r))), a.rows, b.cols,
-                             b.cols, 1};
     auto compute = [&] {
         gemm_lowp<S>(1.0f, a, b, 0.0f, vc);  // k == 0: zeros
-        if constexpr (std::is_same_v<S, float16_t>)
+        if constexpr (std::is_same_v<S, float16_t>) {
+            const View<float16_t> vr{static_cast<float16_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(r))), a.rows,
+                                     b.cols, b.cols, 1};
             narrow_to_f16(View<const float>{vc.data, vc.rows, vc.cols, vc.rs, 1}, vr);
+        }
     };
     try {
         bindings::release_gil_for(double(a.rows) * double(a.cols) * double(b.cols), compute);
