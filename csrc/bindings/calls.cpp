@@ -150,9 +150,5 @@ PyMethodDef kCalls[] = {
 
 void register_calls(py::module_& m) {
     if (_import_array() < 0) throw py::error_already_set();
-    for (PyMethodDef& def : kCalls) {
-        PyObject* f = PyCFunction_NewEx(&def, nullptr, m.ptr());
-        if (!f) throw py::error_already_set();
-        m.add_object(def.ml_name, py::reinterpret_steal<py::object>(f));
-    }
+    for (PyMethodDef& def : kCalls) add_function(m, def);
 }

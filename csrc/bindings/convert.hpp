@@ -33,6 +33,11 @@ void check_dtype(const pybind11::array& x, const std::string& what) {
                                    std::string(pybind11::str(want)) + ")");
 }
 
+// The 2-D products take matrices only (stacks go through the batched entries).
+inline void require_2d(const pybind11::array& x, const char* what) {
+    if (x.ndim() != 2) throw pybind11::value_error(std::string(what) + ": expected a 2-D array");
+}
+
 // Element stride of axis `axis` (byte strides must be whole elements).
 template <typename T>
 int64_t element_stride(const pybind11::array& x, pybind11::ssize_t axis, const std::string& what) {

@@ -21,19 +21,15 @@ using namespace fastgemm;
 
 namespace {
 
-void require_2d(const py::array& x, const char* name) {
-    if (x.ndim() != 2) throw py::value_error(std::string(name) + ": expected a 2-D array");
-}
-
 // B as the core takes it: an int8 array's view, or the pre-packed B itself.
 View<const int8_t> b_operand(const py::array& b) {
-    require_2d(b, "b");
+    bindings::require_2d(b, "b");
     return bindings::matrix_view<const int8_t>(b, "b");
 }
 const PackedInt8B& b_operand(const PackedInt8B& b) { return b; }
 
 bool a_is_unsigned(const py::array& a) {
-    require_2d(a, "a");
+    bindings::require_2d(a, "a");
     const int num = a.dtype().num();
     if (num == py::dtype::of<uint8_t>().num()) return true;
     if (num == py::dtype::of<int8_t>().num()) return false;
@@ -44,7 +40,7 @@ template <typename A, typename B>
 void int32_typed(const py::array& a, const B& b, py::array& c, bool accumulate) {
     const View<const A> va = bindings::matrix_view<const A>(a, "a");
     const auto& vb = b_operand(b);
-    require_2d(c, "c");
+    bindings::require_2d(c, "c");
     const View<int32_t> vc = bindings::matrix_view<int32_t>(c, "c");
     py::gil_scoped_release release;
     gemm_int8<A>(va, vb, accumulate, vc);
@@ -61,7 +57,7 @@ void scaled_typed(const py::array& a, const B& b, const py::array& scale, py::ar
                   const std::optional<py::array>& bias, int activation) {
     const View<const A> va = bindings::matrix_view<const A>(a, "a");
     const auto& vb = b_operand(b);
-    require_2d(c, "c");
+    bindings::require_2d(c, "c");
     const View<float> vc = bindings::matrix_view<float>(c, "c");
     bindings::check_dtype<float>(scale, "scale");
     if (scale.ndim() != 1 || !(scale.flags() & py::array::c_style) || (scale.size() != 1 && scale.size() != vc.cols))

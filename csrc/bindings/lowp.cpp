@@ -24,6 +24,7 @@
 #include "../fastgemm/gemm_lowp.hpp"
 #include "../fastgemm/peak.hpp"
 #include "convert.hpp"
+#include "raw_call.hpp"
 #include "registrations.hpp"
 
 namespace py = pybind11;
@@ -89,9 +90,9 @@ void gemm_lowp_typed(const py::array& a, const py::array& b, py::array& c, float
 
 void gemm_lowp_py(const py::array& a, const py::array& b, py::array& c, float alpha, float beta,
                   const std::optional<py::array>& bias, int activation) {
-    const std::pair<const py::array*, const char*> operands[] = {{&a, "a"}, {&b, "b"}, {&c, "c"}};
-    for (const auto& [x, name] : operands)
-        if (x->ndim() != 2) throw py::value_error(std::string(name) + ": expected a 2-D array");
+    bindings::require_2d(a, "a");
+    bindings::require_2d(b, "b");
+    bindings::require_2d(c, "c");
     if (pair_kind(a, b, "gemm_lowp") == Lowp::bf16) gemm_lowp_typed<bfloat16_t>(a, b, c, alpha, beta, bias, activation);
     else gemm_lowp_typed<float16_t>(a, b, c, alpha, beta, bias, activation);
 }
@@ -139,19 +140,12 @@ void narrow_f16_py(const py::array& src, py::array& dst) {
 
 // --- fastgemm.matmul's per-call path ---------------------------------------------------------
 
-// Above this many multiply-adds the GIL is released (releasing it costs more than a tiny product).
-constexpr double kReleaseGilWork = 32768;
-
 // An exact 2-D ndarray of 2-byte elements, native byte order, aligned, as a View of S.
 template <typename S>
 bool matrix_2byte(PyObject* o, int type_num, View<const S>& v) {
-    if (!PyArray_CheckExact(o)) return false;
-    auto* x = reinterpret_cast<PyArrayObject*>(o);
-    if (PyArray_NDIM(x) != 2 || PyArray_TYPE(x) != type_num || !PyArray_ISNOTSWAPPED(x) || !PyArray_ISALIGNED(x))
-        return false;
-    if (PyArray_STRIDE(x, 0) % 2 || PyArray_STRIDE(x, 1) % 2) return false;
-    v = {static_cast<const S*>(PyArray_DATA(x)), PyArray_DIM(x, 0), PyArray_DIM(x, 1), PyArray_STRIDE(x, 0) / 2,
-         PyArray_STRIDE(x, 1) / 2};
+    PyArrayObject* x = bindings::usable(o, type_num, 2);
+    if (x == nullptr || PyArray_NDIM(x) != 2) return false;
+    v = bindings::matrix<const S>(x, false);
     return true;
 }
 
@@ -175,20 +169,16 @@ PyObject* matmul_2d(PyObject* a_obj, PyObject* b_obj, int type_num) {
             return nullptr;
         }
     }
-    const View<float16_t> vr{static_cast<float16_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(r))), a.rows, b.cols,
-                             b.cols, 1};
     auto compute = [&] {
         gemm_lowp<S>(1.0f, a, b, 0.0f, vc);  // k == 0: zeros
-        if constexpr (std::is_same_v<S, float16_t>)
+        if constexpr (std::is_same_v<S, float16_t>) {
+            const View<float16_t> vr{static_cast<float16_t*>(PyArray_DATA(reinterpret_cast<PyArrayObject*>(r))), a.rows,
+                                     b.cols, b.cols, 1};
             narrow_to_f16(View<const float>{vc.data, vc.rows, vc.cols, vc.rs, 1}, vr);
+        }
     };
     try {
-        if (double(a.rows) * double(a.cols) * double(b.cols) > kReleaseGilWork) {
-            Py_BEGIN_ALLOW_THREADS compute();
-            Py_END_ALLOW_THREADS
-        } else {
-            compute();
-        }
+        bindings::release_gil_for(double(a.rows) * double(a.cols) * double(b.cols), compute);
     } catch (const std::exception&) {
         if (r != c) Py_DECREF(r);
         Py_DECREF(c);
@@ -307,9 +297,7 @@ void restore_f16() {
 
 void register_lowp(py::module_& m) {
     if (_import_array() < 0) throw py::error_already_set();
-    PyObject* call = PyCFunction_NewEx(&kLowpCall, nullptr, m.ptr());
-    if (!call) throw py::error_already_set();
-    m.add_object(kLowpCall.ml_name, py::reinterpret_steal<py::object>(call));
+    bindings::add_function(m, kLowpCall);
     m.def("gemm_lowp", &gemm_lowp_py, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"),
           py::arg("bias") = py::none(), py::arg("activation") = 0);
     m.def("gemm_lowp_batched", &gemm_lowp_batched_py, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"),

@@ -28,9 +28,9 @@ namespace {
 template <typename T>
 void gemm_py(const py::array& a, const py::array& b, py::array& c, T alpha, T beta,
              const std::optional<py::array>& bias, int activation) {
-    const std::pair<const py::array*, const char*> operands[] = {{&a, "a"}, {&b, "b"}, {&c, "c"}};
-    for (const auto& [x, name] : operands)
-        if (x->ndim() != 2) throw py::value_error(std::string(name) + ": expected a 2-D array");
+    bindings::require_2d(a, "a");
+    bindings::require_2d(b, "b");
+    bindings::require_2d(c, "c");
     const View<const T> va = bindings::matrix_view<const T>(a, "a");
     const View<const T> vb = bindings::matrix_view<const T>(b, "b");
     const View<T> vc = bindings::matrix_view<T>(c, "c");

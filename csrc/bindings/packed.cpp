@@ -26,7 +26,7 @@ void register_class(py::module_& m, const char* cls) {
     // No buffer protocol and no data accessor but a copy: the packed memory is never writable.
     py::class_<Packed>(m, cls)
         .def(py::init([](const py::array& b) {
-                 if (b.ndim() != 2) throw py::value_error("b: expected a 2-D array");
+                 bindings::require_2d(b, "b");
                  const View<const T> vb = bindings::matrix_view<const T>(b, "b");
                  py::gil_scoped_release release;
                  return std::make_unique<Packed>(active_kernels(), vb);
@@ -55,7 +55,8 @@ void register_type(py::module_& m, const char* cls, const char* gemm_name) {
         gemm_name,
         [](const py::array& a, const PackedB<T>& b, py::array& c, T alpha, T beta, const std::optional<py::array>& bias,
            int activation) {
-            if (a.ndim() != 2 || c.ndim() != 2) throw py::value_error("a and c: expected 2-D arrays");
+            bindings::require_2d(a, "a");
+            bindings::require_2d(c, "c");
             const View<const T> va = bindings::matrix_view<const T>(a, "a");
             const View<T> vc = bindings::matrix_view<T>(c, "c");
             const Epilogue<T> ep = bindings::epilogue_of<T>(bias, activation, vc);

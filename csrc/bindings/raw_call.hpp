@@ -1,5 +1,5 @@
 // Helpers of the per-call entries written on the raw CPython / NumPy C API (calls.cpp,
-// numpy_dot.cpp): which ndarrays they take as they are, their views, and the GIL rule.
+// numpy_dot.cpp, lowp.cpp): which ndarrays they take as they are, their views, and the GIL rule.
 // Each including file calls _import_array() once before using them.
 #pragma once
 
@@ -27,15 +27,19 @@ constexpr int type_num() {
     return sizeof(T) == 4 ? NPY_FLOAT : NPY_DOUBLE;
 }
 
-// An exact ndarray of T, native byte order, aligned, strides whole elements.
-template <typename T>
-PyArrayObject* usable(PyObject* o) {
+// An exact ndarray of NumPy type `type`, native byte order, aligned, strides whole `item`s.
+inline PyArrayObject* usable(PyObject* o, int type, npy_intp item) {
     if (!PyArray_CheckExact(o)) return nullptr;
     auto* x = reinterpret_cast<PyArrayObject*>(o);
-    if (PyArray_TYPE(x) != type_num<T>() || !PyArray_ISNOTSWAPPED(x) || !PyArray_ISALIGNED(x)) return nullptr;
+    if (PyArray_TYPE(x) != type || !PyArray_ISNOTSWAPPED(x) || !PyArray_ISALIGNED(x)) return nullptr;
     for (int d = 0; d < PyArray_NDIM(x); ++d)
-        if (PyArray_STRIDE(x, d) % npy_intp(sizeof(T))) return nullptr;
+        if (PyArray_STRIDE(x, d) % item) return nullptr;
     return x;
+}
+
+template <typename T>
+PyArrayObject* usable(PyObject* o) {
+    return usable(o, type_num<T>(), npy_intp(sizeof(T)));
 }
 
 // The matrix in x's last two axes (item 0 of a stack), transposed if asked.
@@ -68,22 +72,34 @@ inline bool bounds_overlap(PyArrayObject* x, PyArrayObject* y) {
 
 inline PyObject* not_implemented() { Py_RETURN_NOTIMPLEMENTED; }
 
-// gemm<T>, or gemm_batched<T> over `axes`, with the GIL released for large work (and taken
-// back before an exception leaves). Throws as they do.
-template <typename T>
-void run(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const std::vector<BatchAxis>& axes = {}) {
-    double work = double(c.rows) * double(c.cols) * double(a.cols);
-    for (const BatchAxis& ax : axes) work *= double(ax.size);
-    auto product = [&] {
-        if (axes.empty()) gemm<T>(alpha, a, b, beta, c);
-        else gemm_batched<T>(alpha, a, b, beta, c, axes);
-    };
+// Adds `def` (a METH_FASTCALL entry that outlives the module) to m as a builtin function.
+inline void add_function(pybind11::module_& m, PyMethodDef& def) {
+    PyObject* f = PyCFunction_NewEx(&def, nullptr, m.ptr());
+    if (!f) throw pybind11::error_already_set();
+    m.add_object(def.ml_name, pybind11::reinterpret_steal<pybind11::object>(f));
+}
+
+// product(), with the GIL released when `work` multiply-adds are worth it (and taken back
+// before an exception leaves). Throws as product() does.
+template <typename F>
+void release_gil_for(double work, F&& product) {
     if (work <= kReleaseGilWork) return product();
     std::exception_ptr error;
     Py_BEGIN_ALLOW_THREADS try { product(); } catch (...) {
         error = std::current_exception();
     }
     Py_END_ALLOW_THREADS if (error) std::rethrow_exception(error);
+}
+
+// gemm<T>, or gemm_batched<T> over `axes`, under release_gil_for. Throws as they do.
+template <typename T>
+void run(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const std::vector<BatchAxis>& axes = {}) {
+    double work = double(c.rows) * double(c.cols) * double(a.cols);
+    for (const BatchAxis& ax : axes) work *= double(ax.size);
+    release_gil_for(work, [&] {
+        if (axes.empty()) gemm<T>(alpha, a, b, beta, c);
+        else gemm_batched<T>(alpha, a, b, beta, c, axes);
+    });
 }
 
 }  // namespace bindings
