@@ -10,14 +10,13 @@ fastgemm's float32 rate at the same size.
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from typing import Any
 
 import numpy as np
 
 import fastgemm as fg
+from fastgemm.bench.measure import cpu_time_medians
 
 
 def one_size(n: int, torch: Any, rng: np.random.Generator) -> None:
@@ -35,18 +34,12 @@ def one_size(n: int, torch: Any, rng: np.random.Generator) -> None:
         fns["torch._int_mm s8s8"] = lambda: torch._int_mm(ts, tb)
         fns["torch float32"] = lambda: torch.matmul(taf, tbf)
     rounds, number = (7 if n <= 1024 else 5), max(1, int(2e8 / n**3))
-    times: dict[str, list[float]] = {k: [] for k in fns}
     for f in fns.values():
         f()
-    for _ in range(rounds):
-        for k, f in fns.items():
-            t0 = time.thread_time()
-            for _ in range(number):
-                f()
-            times[k].append((time.thread_time() - t0) / number)
-    f32 = 2 * n**3 / statistics.median(times["fastgemm float32"]) / 1e9
-    for k, v in times.items():
-        g = 2 * n**3 / statistics.median(v) / 1e9
+    med = cpu_time_medians(fns, number, rounds)
+    f32 = 2 * n**3 / med["fastgemm float32"] / 1e9
+    for k, v in med.items():
+        g = 2 * n**3 / v / 1e9
         print(f"{n}^3 {k:<20} {g:7.1f} GOP/s  {g / f32:5.2f}x fastgemm float32")
 
 

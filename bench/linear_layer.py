@@ -10,12 +10,10 @@ group writes it), fastgemm fused with W unpacked, fastgemm fused with W pre-pack
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import numpy as np
 
 import fastgemm as fg
+from fastgemm.bench.measure import cpu_time_medians
 from fastgemm.bench.suite import linear_numpy
 
 
@@ -52,14 +50,7 @@ def main() -> None:
                 torch.nn.functional.linear(xt, wt, bt), approximate="tanh"
             )
         reps = 30 if m == 1 else max(3, int(2e9 / (2 * m * k * n)))
-        times: dict[str, list[float]] = {name: [] for name in fns}
-        for _ in range(5 if m >= 128 else 9):
-            for name, f in fns.items():
-                t0 = time.thread_time()
-                for _ in range(reps):
-                    f()
-                times[name].append((time.thread_time() - t0) / reps)
-        med = {name: statistics.median(v) for name, v in times.items()}
+        med = cpu_time_medians(fns, reps, 5 if m >= 128 else 9)
         rates = "  ".join(f"{name} {2 * m * k * n / t / 1e9:6.1f}" for name, t in med.items())
         ratio = f"fused+packed / numpy {med['numpy'] / med['fused+packed']:.2f}x"
         if "torch" in med:

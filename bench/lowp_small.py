@@ -12,20 +12,12 @@ is faster). The issue-11 target is >= 1.0x against both at every row.
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
-from collections.abc import Callable
 
 import numpy as np
 
 import fastgemm as fg
-
-
-def _sample(fn: Callable[[], object], calls: int) -> float:
-    t0 = time.thread_time()
-    for _ in range(calls):
-        fn()
-    return (time.thread_time() - t0) / calls
+from fastgemm.bench.measure import cpu_time_medians
 
 
 def main() -> None:
@@ -67,11 +59,7 @@ def main() -> None:
             t0 = time.perf_counter()
             fns["numpy"]()
             calls = max(3, int(2e-3 / max(time.perf_counter() - t0, 1e-7)))
-            times: dict[str, list[float]] = {k: [] for k in fns}
-            for _ in range(args.samples):
-                for k, f in fns.items():
-                    times[k].append(_sample(f, calls))
-            med = {k: statistics.median(v) for k, v in times.items()}
+            med = cpu_time_medians(fns, calls, args.samples)
             label = f"{count} x {n}^3" if count > 1 else f"{n}^3"
             print(
                 f"{dt.name:8s} {label:>12s}: fastgemm {med['fastgemm'] * 1e6:9.2f} us, numpy {med['numpy'] * 1e6:9.2f} us,"

@@ -66,15 +66,13 @@ class FastGemm:
         if case.activation:
             bias, act = linear_bias(case), case.activation
             return lambda: fg.gemm(a, b, bias=bias, activation=act)
+        if case.layout == PACKED_LAYOUT:  # packed once, before timing
+            b = fg.pack(b)
         if case.dtype in INT8_DTYPES:  # exact int32 C
-            b_used = fg.pack(b) if case.layout == PACKED_LAYOUT else b
-            return lambda: fg.gemm(a, b_used)
+            return lambda: fg.gemm(a, b)
         if case.batch or case.dtype in LOWP_DTYPES:  # 2-byte: NumPy's result dtype, as np.matmul
             return lambda: fg.matmul(a, b)
         gemm = fg.sgemm if case.dtype == "float32" else fg.dgemm
-        if case.layout == PACKED_LAYOUT:
-            packed = fg.pack(b)
-            return lambda: gemm(a, packed)
         return lambda: gemm(a, b)
 
 
@@ -228,11 +226,22 @@ class CaseResult:
         return self.case.flops / r.median / 1e9
 
 
-def _timed(fn, number):
-    t0 = time.perf_counter()
+def _timed(fn, number, clock=time.perf_counter):
+    t0 = clock()
     for _ in range(number):
         fn()
-    return (time.perf_counter() - t0) / number
+    return (clock() - t0) / number
+
+
+def cpu_time_medians(fns, number, rounds):
+    """Median seconds per call of each callable in `fns` (name -> fn) in thread CPU time: `rounds`
+    rounds, each timing `number` calls of every fn in turn (the bench/ scripts' protocol on a
+    shared machine, where wall time would count other processes' time too)."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            times[name].append(_timed(fn, number, time.thread_time))
+    return {name: statistics.median(v) for name, v in times.items()}
 
 
 def _calibrate(fn):

@@ -136,10 +136,7 @@ def full_suite(dtype_choice=None):
     if int8:
         cases += [Case("int8", s, s, s, dt) for s in INT8_SIZES for dt in (*int8, "float32")]
         # Pre-packed int8 weights beside the same product unpacked.
-        lays = ("contiguous", PACKED_LAYOUT)
-        cases += [
-            Case("packed", m, PACKED_KN, PACKED_KN, dt, layout=lay) for m in PACKED_M for dt in int8 for lay in lays
-        ]
+        cases += packed_suite(int8)
     both = tuple(dt for dt in _both(dtype_choice, DTYPES) if dt not in INT8_DTYPES)
     single = tuple(dt for dt in _both(dtype_choice, ("float32",)) if dt not in INT8_DTYPES)
     for dt in both:
@@ -151,9 +148,7 @@ def full_suite(dtype_choice=None):
         cases += linear_suite(dt)
         # An unpacked row the llm group already has (1 and 16 rows) is not repeated.
         seen = {c.key for c in cases}
-        for m in PACKED_M:
-            rows = (Case("packed", m, PACKED_KN, PACKED_KN, dt, layout=lay) for lay in ("contiguous", PACKED_LAYOUT))
-            cases += [c for c in rows if c.key not in seen]
+        cases += [c for c in packed_suite((dt,)) if c.key not in seen]
     for dt in both:
         cases += [Case("stacked", s, s, s, dt, batch=b) for b, s in STACKED]
         s = STRIDED_SIZE
@@ -166,6 +161,12 @@ def switch_dot_suite(dtype_choice=None):
     the dtypes the switch computes)."""
     dts = [dt for dt in _both(dtype_choice, DTYPES) if dt in DTYPES]
     return [Case(SWITCH_DOT, s, s, s, dt) for dt in dts for s in SWITCH_DOT_SIZES]
+
+
+def packed_suite(dtypes):
+    """The "packed" group: each M in PACKED_M, x @ W unpacked then pre-packed, K = N = PACKED_KN."""
+    lays = ("contiguous", PACKED_LAYOUT)
+    return [Case("packed", m, PACKED_KN, PACKED_KN, dt, layout=lay) for m in PACKED_M for dt in dtypes for lay in lays]
 
 
 def linear_suite(dtype="float32"):
