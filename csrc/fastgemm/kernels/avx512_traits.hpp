@@ -24,6 +24,32 @@ struct Avx512F32 {
     static mask lanes(int n) { return n >= W ? mask(0xFFFF) : n <= 0 ? mask(0) : mask((1u << n) - 1); }
     static reg maskz_loadu(mask m, const T* p) { return _mm512_maskz_loadu_ps(m, p); }
     static void mask_storeu(T* p, mask m, reg r) { _mm512_mask_storeu_ps(p, m, r); }
+    // W rows in registers become W columns (r[c] holds row i's element c in lane i): packing
+    // row-major A is a transpose; see docs/DESIGN.md, "Packing transposes".
+    static void transpose(reg r[16]) {
+        reg t[16];
+        for (int i = 0; i < 8; ++i) {
+            t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        }
+        reg s[16];  // s[4g + e], lane L: rows 4g..4g+3 at column 4L + e
+        for (int g = 0; g < 4; ++g) {
+            s[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+            s[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+            s[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+            s[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+        }
+        for (int e = 0; e < 4; ++e) {  // 4x4 transpose of 128-bit lanes across s[e], s[4+e], ...
+            const reg a0 = _mm512_shuffle_f32x4(s[e], s[4 + e], _MM_SHUFFLE(1, 0, 1, 0));
+            const reg a1 = _mm512_shuffle_f32x4(s[e], s[4 + e], _MM_SHUFFLE(3, 2, 3, 2));
+            const reg a2 = _mm512_shuffle_f32x4(s[8 + e], s[12 + e], _MM_SHUFFLE(1, 0, 1, 0));
+            const reg a3 = _mm512_shuffle_f32x4(s[8 + e], s[12 + e], _MM_SHUFFLE(3, 2, 3, 2));
+            r[0 + e] = _mm512_shuffle_f32x4(a0, a2, _MM_SHUFFLE(2, 0, 2, 0));
+            r[4 + e] = _mm512_shuffle_f32x4(a0, a2, _MM_SHUFFLE(3, 1, 3, 1));
+            r[8 + e] = _mm512_shuffle_f32x4(a1, a3, _MM_SHUFFLE(2, 0, 2, 0));
+            r[12 + e] = _mm512_shuffle_f32x4(a1, a3, _MM_SHUFFLE(3, 1, 3, 1));
+        }
+    }
     static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
     static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
     // For the epilogue (kernels/epilogue.hpp). Masked forms with a given source: GCC 12 warns
@@ -57,6 +83,24 @@ struct Avx512F64 {
     static mask lanes(int n) { return n >= W ? mask(0xFF) : n <= 0 ? mask(0) : mask((1u << n) - 1); }
     static reg maskz_loadu(mask m, const T* p) { return _mm512_maskz_loadu_pd(m, p); }
     static void mask_storeu(T* p, mask m, reg r) { _mm512_mask_storeu_pd(p, m, r); }
+    // As Avx512F32::transpose, for 8 rows of 8.
+    static void transpose(reg r[8]) {
+        reg t[8];  // t[2g + e], lane L: rows 2g, 2g+1 at column 2L + e
+        for (int g = 0; g < 4; ++g) {
+            t[2 * g] = _mm512_unpacklo_pd(r[2 * g], r[2 * g + 1]);
+            t[2 * g + 1] = _mm512_unpackhi_pd(r[2 * g], r[2 * g + 1]);
+        }
+        for (int e = 0; e < 2; ++e) {
+            const reg a0 = _mm512_shuffle_f64x2(t[e], t[2 + e], _MM_SHUFFLE(1, 0, 1, 0));
+            const reg a1 = _mm512_shuffle_f64x2(t[e], t[2 + e], _MM_SHUFFLE(3, 2, 3, 2));
+            const reg a2 = _mm512_shuffle_f64x2(t[4 + e], t[6 + e], _MM_SHUFFLE(1, 0, 1, 0));
+            const reg a3 = _mm512_shuffle_f64x2(t[4 + e], t[6 + e], _MM_SHUFFLE(3, 2, 3, 2));
+            r[0 + e] = _mm512_shuffle_f64x2(a0, a2, _MM_SHUFFLE(2, 0, 2, 0));
+            r[2 + e] = _mm512_shuffle_f64x2(a0, a2, _MM_SHUFFLE(3, 1, 3, 1));
+            r[4 + e] = _mm512_shuffle_f64x2(a1, a3, _MM_SHUFFLE(2, 0, 2, 0));
+            r[6 + e] = _mm512_shuffle_f64x2(a1, a3, _MM_SHUFFLE(3, 1, 3, 1));
+        }
+    }
     static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_pd(a, b, c); }
     static reg mul(reg a, reg b) { return _mm512_mul_pd(a, b); }
     // For the epilogue (kernels/epilogue.hpp).

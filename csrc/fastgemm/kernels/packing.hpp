@@ -6,11 +6,45 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "../kernel.hpp"
 
 namespace fastgemm {
 namespace kernels {
+
+// True where the ISA file gives V::transpose(r): W rows of W elements in registers become W
+// columns.
+template <typename V, typename = void>
+constexpr bool has_transpose = false;
+template <typename V>
+constexpr bool has_transpose<V, std::void_t<decltype(V::transpose(std::declval<typename V::reg*>()))>> = true;
+
+// W k steps of a full MR-row sliver of row-major A at a time, through ceil(MR / W) register
+// transposes; returns the k steps done. Whole registers are stored in address order, so a
+// column's spare lanes land on the next column, written after them; the last W steps are left
+// to the caller when they would spill past the sliver. See docs/DESIGN.md, "Packing transposes".
+template <typename V, int MR>
+int64_t pack_a_rows(int64_t kc, const typename V::T* a0, int64_t rsa, typename V::T* ap) {
+    constexpr int W = V::W, G = (MR + W - 1) / W;
+    constexpr int64_t spill = MR % W != 0;
+    int64_t p = 0;
+    for (; p + W + spill <= kc; p += W) {
+        typename V::reg r[G][W];
+#pragma GCC unroll 4
+        for (int g = 0; g < G; ++g) {
+#pragma GCC unroll 16
+            for (int i = 0; i < W; ++i) r[g][i] = g * W + i < MR ? V::loadu(a0 + (g * W + i) * rsa + p) : V::zero();
+            V::transpose(r[g]);
+        }
+#pragma GCC unroll 16
+        for (int c = 0; c < W; ++c)
+#pragma GCC unroll 4
+            for (int g = 0; g < G; ++g) V::storeu(ap + (p + c) * MR + g * W, r[g][c]);
+    }
+    return p;
+}
 
 template <typename V, int MR>
 void pack_a(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, int64_t csa, typename V::T* ap) {
@@ -20,9 +54,11 @@ void pack_a(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, int64_t
         const int64_t rows = mc - i0 < MR ? mc - i0 : MR;
         if (rows == MR && csa == 1) {
             // Each row of A is contiguous along k: read rows, write the sliver's columns.
+            int64_t p0 = 0;
+            if constexpr (has_transpose<V>) p0 = pack_a_rows<V, MR>(kc, a0, rsa, ap);
             for (int i = 0; i < MR; ++i) {
                 const T* ar = a0 + i * rsa;
-                for (int64_t p = 0; p < kc; ++p) ap[p * MR + i] = ar[p];
+                for (int64_t p = p0; p < kc; ++p) ap[p * MR + i] = ar[p];
             }
         } else if (rows == MR && rsa == 1) {
             for (int64_t p = 0; p < kc; ++p) {
