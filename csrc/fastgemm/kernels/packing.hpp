@@ -77,10 +77,10 @@ template <typename V, int NR>
 void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t csb, typename V::T* bp, int64_t s0,
             int64_t s1) {
     using T = typename V::T;
-    // Row-major B: G slivers per pass over the rows, so each row read is G x NR consecutive
-    // elements the hardware prefetcher follows, not one line per page of a wide B; see
-    // docs/DESIGN.md, "Packing B by rows".
-    constexpr int G = 4;
+    // Row-major B: G slivers per pass over the rows, so each row read is 512 consecutive bytes
+    // the hardware prefetcher follows, not one line per page of a wide B; see docs/DESIGN.md,
+    // "Packing B by rows".
+    constexpr int G = 512 / (NR * int(sizeof(T))) > 1 ? 512 / (NR * int(sizeof(T))) : 1;
     int64_t s = s0;
     if (csb == 1) {
         for (; s + G <= s1 && (s + G) * NR <= nc; s += G) {
@@ -88,7 +88,7 @@ void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t
             T* dst = bp + s * NR * kc;
             for (int64_t p = 0; p < kc; ++p) {
                 const T* br = b0 + p * rsb;
-#pragma GCC unroll 4
+#pragma GCC unroll 16
                 for (int g = 0; g < G; ++g)
 #pragma GCC unroll 64
                     for (int j = 0; j < NR; ++j) dst[g * NR * kc + p * NR + j] = br[g * NR + j];
