@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import fastgemm
-from fastgemm import _matmul
+from fastgemm import _core, _matmul
 
 RNG = np.random.default_rng(7)
 U = {np.dtype(np.float32): 2.0**-24, np.dtype(np.float64): 2.0**-53}
@@ -57,6 +57,35 @@ def test_matches_numpy(sa, sb, dtype):
     assert type(got) is type(want)  # a 1-D @ 1-D product is a NumPy scalar, like NumPy's
     assert np.shape(got) == np.shape(want) and got.dtype == want.dtype
     _check_close(got, a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sa,sb", [s for s in SHAPES if len(s[0]) == 1 or len(s[1]) == 1])
+@pytest.mark.parametrize("step", [1, 3])
+def test_vector_operands_in_the_c_path(sa, sb, dtype, step):
+    # 1-D operands (contiguous or strided) are promoted in C as NumPy promotes them.
+    a, b = (_rand(s[:-1] + (s[-1] * step,), dtype)[..., ::step] for s in (sa, sb))
+    want = np.matmul(a, b)
+    got = _core.matmul_call(a, b, None)
+    assert type(got) is type(want)
+    assert np.shape(got) == np.shape(want) and got.dtype == want.dtype
+    _check_close(got, a, b)
+    if np.ndim(want):
+        out = np.full(np.shape(want), np.nan, dtype)
+        assert _core.matmul_call(a, b, out) is out
+        _check_close(out, a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_long_vector_dot_is_numpys(dtype):
+    # Above VECTOR_DOT_MAX_BYTES per operand NumPy's BLAS dot runs it (faster there).
+    n = _core.VECTOR_DOT_MAX_BYTES // np.dtype(dtype).itemsize
+    for length in (n, n + 1, 4 * n):
+        x, y = _rand((length,), dtype), _rand((length,), dtype)
+        got = fastgemm.matmul(x, y)
+        _check_close(got, x, y)
+        if length > n:
+            assert got == np.matmul(x, y)
 
 
 @pytest.mark.parametrize(

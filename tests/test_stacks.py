@@ -139,7 +139,9 @@ def test_per_call_path_falls_back_for_the_unusual():
     assert _core.sgemm_call(a, a, None, 1.0, 0.0, "N", False) is NotImplemented
     assert _core.sgemm_call(a, a.astype(np.float64), None, 1.0, 0.0, False, False) is NotImplemented
     assert _core.sgemm_call(a, a, a, 1.0, 0.0, False, False) is NotImplemented  # c overlaps a
-    assert _core.matmul_call(a[0], a, None) is NotImplemented  # 1-D operand
+    long = np.ones(_core.VECTOR_DOT_MAX_BYTES // 4 + 1, np.float32)
+    assert _core.matmul_call(long, long, None) is NotImplemented  # a long dot: NumPy's BLAS dot
+    assert _core.matmul_call(a[0], a[0], np.empty((), np.float32)) is NotImplemented  # dot into out
     assert _core.matmul_call(a, a, (np.empty((4, 4), np.float32),)) is NotImplemented
     assert _core.gemm_call(a.astype(np.int32), a, None, 1.0, 0.0, False, False) is NotImplemented
     np.testing.assert_array_equal(fastgemm.sgemm(a, a, trans_a="N"), a @ a)

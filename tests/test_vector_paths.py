@@ -11,6 +11,8 @@ from gemm_check import DTYPES, GEMM, Placed, assert_matches, random_matrix, refe
 # (m, n, k): one-row, one-column, vectors longer than one partial-sum chunk, primes.
 VECTOR_SHAPES = [
     (1, 1, 1),
+    (1, 1, 333),
+    (1, 1, 4099),
     (1, 37, 5),
     (1, 1000, 333),
     (37, 1, 5),

@@ -128,7 +128,9 @@ bool try_gemv(const Tab& uk, T alpha, View<const S> a, View<const S> b, T beta, 
             finish(lo, hi, y, incy);
         });
     };
-    if (m == 1 && b.cs == 1 && (c.cs == 1 || n == 1)) {  // c[0, j] = sum_p a[0, p] b[p, j]
+    if (m == 1 && n == 1 && a.cs == 1 && b.rs == 1) {  // one dot: the rows form would run one lane
+        dots_form(1, a.data, b.data, 0, c.data, 1);
+    } else if (m == 1 && b.cs == 1 && (c.cs == 1 || n == 1)) {  // c[0, j] = sum_p a[0, p] b[p, j]
         rows_form(n, a.data, a.cs, b.data, b.rs, c.data);
     } else if (m == 1 && b.rs == 1 && (a.cs == 1 || k == 1)) {
         dots_form(n, a.data, b.data, b.cs, c.data, c.cs);

@@ -40,6 +40,10 @@ class _LoopCalls(TypedDict):
     fastgemm: int
     numpy: int
 
+# calls.cpp: a vector . vector product of more bytes per operand than this is left to NumPy's
+# BLAS dot (matmul, np.dot and the switch alike).
+VECTOR_DOT_MAX_BYTES: int
+
 # module.cpp: products. c = alpha * a @ b + beta * c on 2-D float32 / float64 views; c is
 # written in place. TypeError for a wrong dtype, ValueError for a bad shape or a read-only c.
 # bias: None or a contiguous 1-D array of C's n columns not sharing C's memory; activation:

@@ -68,6 +68,8 @@ def _plan(a: Any, b: Any, out: Any) -> _Plan | None:
     kb, m = b.shape[-2:] if b.ndim > 1 else (b.shape[0], 1)
     if k != kb:
         return None
+    if a.ndim == 1 and b.ndim == 1 and k * dtype.itemsize > _core.VECTOR_DOT_MAX_BYTES:
+        return None  # NumPy's BLAS dot is faster on long vectors
     if a.ndim <= 2 and b.ndim <= 2:
         batch = ()  # np.broadcast_shapes costs microseconds; a single product needs none
     else:
@@ -137,7 +139,7 @@ def matmul(
     only ``out=`` is accepted.
     """
     if not kwargs:
-        # Same-dtype float arrays of 2 or more dimensions, without a catch: in C, no Python.
+        # Same-dtype float arrays without a catch: in C, no Python.
         r = _core.matmul_call(a, b, out)
         if r is not NotImplemented:
             return r
