@@ -88,6 +88,51 @@ def test_stack_layouts(kernel, n, dtype, layout):
     _check_stack(c, a, b)
 
 
+# Items with one row or one column of C, in each matrix-vector form (rows: the matrix's rows
+# along the output; dots: along k) and as one dot; k around the vector widths and chunks.
+VECTOR_ITEMS = [(17, 1, 33), (1, 17, 33), (1, 1, 33), (64, 1, 64), (1, 64, 64), (3, 1, 3), (1, 5, 1), (1, 1, 1)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", VECTOR_ITEMS)
+@pytest.mark.parametrize("layout", ["C", "transposed-a", "transposed-b", "stepped", "F-out", "broadcast-vector"])
+@pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (-0.5, 1.0)])
+def test_vector_item_stacks(kernel, shape, dtype, layout, alpha, beta):
+    m, n, k = shape
+    rng = np.random.default_rng(m * 31 + n * 7 + k)
+    a, b = _rand(rng, (6, m, k), dtype), _rand(rng, (6, k, n), dtype)
+    c0 = _rand(rng, (6, m, n), dtype)
+    if layout == "transposed-a":
+        a = np.ascontiguousarray(a.transpose(0, 2, 1)).transpose(0, 2, 1)
+    elif layout == "transposed-b":
+        b = np.ascontiguousarray(b.transpose(0, 2, 1)).transpose(0, 2, 1)
+    elif layout == "stepped":
+        a, b = np.repeat(a, 2, axis=0)[::2], np.repeat(b, 3, axis=0)[::3]
+    elif layout == "F-out":
+        c0 = np.asfortranarray(c0.transpose(0, 2, 1)).transpose(0, 2, 1)
+    elif layout == "broadcast-vector":
+        b = np.broadcast_to(b[:1], b.shape) if n == 1 else b  # one vector for the whole stack
+        a = np.broadcast_to(a[:1], a.shape) if m == 1 and n > 1 else a
+    c = c0.copy(order="K")
+    BATCHED[np.dtype(dtype)](a, b, c, alpha, beta)
+    _check_stack(c, a, b, alpha, beta, c0)
+    # An item is computed as the single product is, bitwise, on any thread count.
+    one, two = on_threads(lambda: fastgemm.matmul(a, b))
+    assert np.array_equal(one, two)
+    assert np.array_equal(one[2], fastgemm.matmul(a[min(2, len(a) - 1)], b[min(2, len(b) - 1)]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_vector_item_stacks_nan_inf(kernel, dtype):
+    rng = np.random.default_rng(5)
+    a, v = _rand(rng, (4, 9, 13), dtype), _rand(rng, (13,), dtype)
+    a[1, 2, 3], a[2, 0, 0], v[5] = np.inf, np.nan, -np.inf
+    with np.errstate(invalid="ignore"):
+        got, want = fastgemm.matmul(a, v), np.matmul(a.astype(np.float64), v.astype(np.float64))
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    assert np.array_equal(got[np.isinf(want)], want[np.isinf(want)].astype(dtype))
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", (2, 3, 8, 16, 20))
 @pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (-0.5, 1.0), (2.0, -3.0), (0.0, 2.0), (1.5, 0.0)])

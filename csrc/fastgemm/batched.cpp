@@ -7,6 +7,7 @@
 
 #include "dispatch.hpp"
 #include "paths.hpp"
+#include "scratch.hpp"
 #include "stacks.hpp"
 #include "threading.hpp"
 
@@ -19,16 +20,28 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     const int64_t m = c.rows, n = c.cols, k = a.cols;
 
     const int per_item = threads_for(m, n, k);
-    // Small products go to KernelTable::small_stack a run at a time: kernel, shape and checks
-    // are decided once for the stack, not once per item.
+    // Small products go to KernelTable::small_stack a run at a time, and products with one row
+    // or one column of C (whose vectors the small kernels would fill one lane of) to the
+    // matrix-vector kernels item by item: kernel, form and checks are decided once for the
+    // stack, not once per item.
     const KernelSet& ks = active_kernels();
     const KernelTable<T>& table = main_table<T>(ks);
+    const bool runs = alpha != T(0) && k > 0 && per_item == 1;
+    GemvForm gv;
     SmallProduct<T> sp;
-    const bool stacked = alpha != T(0) && k > 0 && per_item == 1 && small_product(ks, a, b, c, sp);
+    const bool vectors = runs && (m == 1 || n == 1) && gemv_form(a, b, c, gv);
+    const bool stacked = vectors || (runs && small_product(ks, a, b, c, sp));
     const BatchAxis in = innermost(st);
     run_stack(
         c, st, m, n, k, per_item, stacked,
         [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {
+            if (vectors) {
+                T* chunk = gv.rows ? static_cast<T*>(thread_gemv_chunks(1)) : nullptr;
+                for (int64_t i = 0; i < len; ++i, oa += in.a, ob += in.b, oc += in.c)
+                    gemv_range(table, gv, k, alpha, gv.x_from_a ? a.data + oa : b.data + ob,
+                               gv.x_from_a ? b.data + ob : a.data + oa, beta, c.data + oc, 0, gv.len, chunk);
+                return;
+            }
             const OrientedRun r = orient_run(sp.transposed, len, in, oa, ob);
             table.small_stack(r.run, sp.c.rows, sp.c.cols, sp.a.cols, alpha, sp.a.data + r.oa, sp.a.rs, sp.a.cs,
                               sp.b.data + r.ob, sp.b.rs, beta, sp.c.data + oc, sp.c.rs);

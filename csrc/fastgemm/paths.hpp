@@ -101,6 +101,39 @@ void gemv_epilogue(const KernelTable<T>& uk, int64_t m, const Epilogue<T>& ep, i
     else apply_epilogue(uk, View<T>{y + lo * incy, hi - lo, 1, incy, 1}, ep);
 }
 
+// One row or one column of C as a matrix-vector product y = M x: which kernel form, and where x,
+// M and y are. `rows`: y += x[p] M[p, :] (gemv_rows, y contiguous); else y[j] = dot(x, M[j, :])
+// (gemv_dots, x and M's rows contiguous). x is A's row (x_from_a) or B's column.
+struct GemvForm {
+    bool rows, x_from_a;
+    int64_t len, incx, ldm, incy;
+};
+
+// The form for a product with m == 1 or n == 1, or false when the strides fit none.
+template <typename S, typename T>
+bool gemv_form(View<const S> a, View<const S> b, View<T> c, GemvForm& f) {
+    const int64_t m = c.rows, n = c.cols, k = a.cols;
+    if (m == 1 && n == 1 && a.cs == 1 && b.rs == 1)  // one dot: the rows form would run one lane
+        f = {false, true, 1, 1, 0, 1};
+    else if (m == 1 && b.cs == 1 && (c.cs == 1 || n == 1))  // c[0, j] = sum_p a[0, p] b[p, j]
+        f = {true, true, n, a.cs, b.rs, 1};
+    else if (m == 1 && b.rs == 1 && (a.cs == 1 || k == 1)) f = {false, true, n, 1, b.cs, c.cs};
+    else if (n == 1 && a.rs == 1 && (c.rs == 1 || m == 1))  // c[i, 0] = sum_p a[i, p] b[p, 0]
+        f = {true, false, m, b.rs, a.cs, 1};
+    else if (n == 1 && a.cs == 1 && (b.rs == 1 || k == 1)) f = {false, false, m, 1, a.rs, c.rs};
+    else return false;
+    return true;
+}
+
+// Outputs [lo, hi) of one matrix-vector product in form f on the calling thread (`chunk`: its
+// gemv_rows chunk, unused by the dots form). Tab: as for try_gemv.
+template <typename Tab, typename S, typename T>
+void gemv_range(const Tab& uk, const GemvForm& f, int64_t k, T alpha, const S* x, const S* mat, T beta, T* y,
+                int64_t lo, int64_t hi, T* chunk) {
+    if (f.rows) uk.gemv_rows(hi - lo, k, alpha, x, f.incx, mat + lo, f.ldm, beta, y + lo, chunk);
+    else uk.gemv_dots(hi - lo, k, alpha, x, mat + lo * f.ldm, f.ldm, beta, y + lo * f.incy, f.incy);
+}
+
 // One row or one column of C is a matrix-vector product: memory-bound on the matrix, which
 // the blocked path would pack (a full extra pass) and then feed through 1/MR of a tile.
 // Streams the matrix once instead, when the vector and output strides allow vector loads.
@@ -109,38 +142,19 @@ void gemv_epilogue(const KernelTable<T>& uk, int64_t m, const Epilogue<T>& ep, i
 // computed them (the epilogue). Returns false when the strides do not fit a form.
 template <typename Tab, typename S, typename T, typename Finish>
 bool try_gemv(const Tab& uk, T alpha, View<const S> a, View<const S> b, T beta, View<T> c, Finish finish) {
-    const int64_t m = c.rows, n = c.cols, k = a.cols;
-    const int threads = threads_for(m, n, k);
+    GemvForm f;
+    if (!gemv_form(a, b, c, f)) return false;
+    const int threads = threads_for(c.rows, c.cols, a.cols);
+    const S* x = f.x_from_a ? a.data : b.data;
+    const S* mat = f.x_from_a ? b.data : a.data;
+    T* chunks = f.rows ? static_cast<T*>(thread_gemv_chunks(threads)) : nullptr;
     // Outputs split over threads in whole cache lines; each output's sum is the same on any
     // split, so the result does not depend on the thread count.
-    const int64_t grain = 64 / int64_t(sizeof(T));
-    auto rows_form = [&](int64_t len, const S* x, int64_t incx, const S* mat, int64_t ldm, T* y) {
-        T* chunks = static_cast<T*>(thread_gemv_chunks(threads));
-        parallel_ranges(threads, len, grain, [&](int tid, int64_t lo, int64_t hi) {
-            uk.gemv_rows(hi - lo, k, alpha, x, incx, mat + lo, ldm, beta, y + lo,
-                         chunks + tid * (kGemvChunkBytes / int64_t(sizeof(T))));
-            finish(lo, hi, y, int64_t(1));
-        });
-    };
-    auto dots_form = [&](int64_t len, const S* x, const S* mat, int64_t ldm, T* y, int64_t incy) {
-        parallel_ranges(threads, len, grain, [&](int, int64_t lo, int64_t hi) {
-            uk.gemv_dots(hi - lo, k, alpha, x, mat + lo * ldm, ldm, beta, y + lo * incy, incy);
-            finish(lo, hi, y, incy);
-        });
-    };
-    if (m == 1 && n == 1 && a.cs == 1 && b.rs == 1) {  // one dot: the rows form would run one lane
-        dots_form(1, a.data, b.data, 0, c.data, 1);
-    } else if (m == 1 && b.cs == 1 && (c.cs == 1 || n == 1)) {  // c[0, j] = sum_p a[0, p] b[p, j]
-        rows_form(n, a.data, a.cs, b.data, b.rs, c.data);
-    } else if (m == 1 && b.rs == 1 && (a.cs == 1 || k == 1)) {
-        dots_form(n, a.data, b.data, b.cs, c.data, c.cs);
-    } else if (n == 1 && a.rs == 1 && (c.rs == 1 || m == 1)) {  // c[i, 0] = sum_p a[i, p] b[p, 0]
-        rows_form(m, b.data, b.rs, a.data, a.cs, c.data);
-    } else if (n == 1 && a.cs == 1 && (b.rs == 1 || k == 1)) {
-        dots_form(m, b.data, a.data, a.rs, c.data, c.rs);
-    } else {
-        return false;
-    }
+    parallel_ranges(threads, f.len, 64 / int64_t(sizeof(T)), [&](int tid, int64_t lo, int64_t hi) {
+        gemv_range(uk, f, a.cols, alpha, x, mat, beta, c.data, lo, hi,
+                   chunks ? chunks + tid * (kGemvChunkBytes / int64_t(sizeof(T))) : nullptr);
+        finish(lo, hi, c.data, f.incy);
+    });
     return true;
 }
 
