@@ -407,6 +407,17 @@ void kernel_lookup_and_threads() {
     report(fastgemm_set_num_threads(limit) == 0 && fastgemm::max_threads() == limit, "C ABI sets the limit itself");
     fastgemm::set_max_threads(2);
 
+    // may_run_threaded is true wherever threads_for gives more than one thread, busy machine or not.
+    bool bounded = true;
+    for (int64_t s : {1, 8, 31, 64, 100, 256, 1024})
+        bounded &= fastgemm::threads_for(s, s, s) == 1 || fastgemm::may_run_threaded(s, s, s);
+    const bool openmp = std::string(fastgemm::openmp_runtime()) != "none";
+    report(bounded && !fastgemm::may_run_threaded(8, 8, 8) && fastgemm::may_run_threaded(1024, 1024, 1024) == openmp,
+           "may_run_threaded bounds threads_for");
+    fastgemm::set_max_threads(1);
+    report(!fastgemm::may_run_threaded(1024, 1024, 1024), "may_run_threaded: false with one thread allowed");
+    fastgemm::set_max_threads(2);
+
     // parallel_ranges covers [0, len) once; dynamic_chunks rethrows the first exception.
     std::vector<int> hits(1000, 0);
     fastgemm::parallel_ranges(2, 1000, 16, [&](int, int64_t lo, int64_t hi) {
