@@ -17,12 +17,8 @@ namespace {
 
 template <typename T>
 void gemm_batched_py(const py::array& a, const py::array& b, py::array& c, T alpha, T beta) {
+    bindings::require_same_batch(a, b, c, "gemm_batched");
     const py::ssize_t nd = c.ndim();
-    if (nd < 2 || a.ndim() != nd || b.ndim() != nd)
-        throw py::value_error("gemm_batched: a, b and c must have the same number (>= 2) of dimensions");
-    for (py::ssize_t d = 0; d < nd - 2; ++d)
-        if (a.shape(d) != c.shape(d) || b.shape(d) != c.shape(d))
-            throw py::value_error("gemm_batched: a, b and c must have the same batch shape");
     if (!c.writeable()) throw py::value_error("gemm_batched: c is read-only");
     const View<const T> va = bindings::matrix_view<const T>(a, "gemm_batched: a");
     const View<const T> vb = bindings::matrix_view<const T>(b, "gemm_batched: b");

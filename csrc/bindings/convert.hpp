@@ -38,6 +38,17 @@ inline void require_2d(const pybind11::array& x, const char* what) {
     if (x.ndim() != 2) throw pybind11::value_error(std::string(what) + ": expected a 2-D array");
 }
 
+// a, b and c stacks of matrices with one batch shape (the batched entries; `fn` names the entry).
+inline void require_same_batch(const pybind11::array& a, const pybind11::array& b, const pybind11::array& c,
+                               const std::string& fn) {
+    const pybind11::ssize_t nd = c.ndim();
+    if (nd < 2 || a.ndim() != nd || b.ndim() != nd)
+        throw pybind11::value_error(fn + ": a, b and c must have the same number (>= 2) of dimensions");
+    for (pybind11::ssize_t d = 0; d < nd - 2; ++d)
+        if (a.shape(d) != c.shape(d) || b.shape(d) != c.shape(d))
+            throw pybind11::value_error(fn + ": a, b and c must have the same batch shape");
+}
+
 // Element stride of axis `axis` (byte strides must be whole elements).
 template <typename T>
 int64_t element_stride(const pybind11::array& x, pybind11::ssize_t axis, const std::string& what) {
