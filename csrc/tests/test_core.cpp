@@ -83,6 +83,11 @@ struct Placed {
         origin = store.data() + g - lo;
     }
     T& at(int64_t i, int64_t j) { return origin[i * rs + j * cs]; }
+    // The matrix = `values` (rows x cols, row-major).
+    void fill(const std::vector<T>& values) {
+        for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j) at(i, j) = values[size_t(i * cols + j)];
+    }
     View<T> view() { return {origin, rows, cols, rs, cs}; }
     View<const T> cview() { return {origin, rows, cols, rs, cs}; }
     // Elements outside the matrix itself (guards and stepped gaps) all still hold `sentinel`.
@@ -125,8 +130,7 @@ void check_guarded(int64_t m, int64_t n, int64_t k, Layout lc, const std::vector
     // Guarded C catches stray writes by sentinel; exact C lets the sanitizer catch any access.
     for (int64_t guard : {int64_t(64), int64_t(0)}) {
         Placed<T> c(m, n, lc, guard, sentinel);
-        for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) c.at(i, j) = c0[size_t(i * n + j)];
+        c.fill(c0);
         char what[256];
         describe(what, sizeof what, guard ? "+guards" : "");
         try {
@@ -719,14 +723,11 @@ void epilogue_cases(const fastgemm::KernelSet& ks, bool quick = false) {
                     }
                 for (Layout lc : {kRowMajor, kColMajor, kStepped, kNegative}) {
                     Placed<T> a(m, k, lc == kColMajor ? kColMajor : kRowMajor, 0, T(0)), b(k, n, kRowMajor, 0, T(0));
-                    for (int64_t i = 0; i < m; ++i)
-                        for (int64_t p = 0; p < k; ++p) a.at(i, p) = a0[size_t(i * k + p)];
-                    for (int64_t p = 0; p < k; ++p)
-                        for (int64_t j = 0; j < n; ++j) b.at(p, j) = b0[size_t(p * n + j)];
+                    a.fill(a0);
+                    b.fill(b0);
                     for (int64_t guard : {int64_t(16), int64_t(0)}) {
                         Placed<T> c(m, n, lc, guard, sentinel);
-                        for (int64_t i = 0; i < m; ++i)
-                            for (int64_t j = 0; j < n; ++j) c.at(i, j) = c0[size_t(i * n + j)];
+                        c.fill(c0);
                         char what[200];
                         std::snprintf(what, sizeof what, "%s %s epilogue act=%d bias=%d m=%lld n=%lld k=%lld C=%s%s",
                                       ks.name, type_name<T>(), act, int(with_bias), (long long)m, (long long)n,
@@ -818,8 +819,7 @@ void run_int8_case(const char* kernel, int64_t m, int64_t n, int64_t k, Layout l
                       guard ? "+guards" : "", accumulate ? " accumulate" : "", scaled ? " scaled" : "");
         Placed<int32_t> c(m, n, lc, guard, int32_t(0x5a5a5a5a));
         Placed<float> cf(m, n, lc, guard, -12345.0f);
-        for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) c.at(i, j) = c0[size_t(i * n + j)];
+        c.fill(c0);
         try {
             if (packed) {
                 const fastgemm::PackedInt8B pb(fastgemm::active_kernels(), b.cview());
