@@ -8,7 +8,9 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
+#include "../fastgemm/batched.hpp"
 #include "../fastgemm/epilogue.hpp"
 #include "../fastgemm/view.hpp"
 
@@ -55,6 +57,18 @@ int64_t element_stride(const pybind11::array& x, pybind11::ssize_t axis, const s
     const auto item = pybind11::ssize_t(sizeof(T));
     if (x.strides(axis) % item) throw pybind11::value_error(what + ": strides are not a multiple of the item size");
     return x.strides(axis) / item;
+}
+
+// The batch axes of stacks a, b, c that passed require_same_batch (items TA, TB, TC): c's
+// lengths and each operand's element strides.
+template <typename TA, typename TB, typename TC>
+std::vector<BatchAxis> batch_axes(const pybind11::array& a, const pybind11::array& b, const pybind11::array& c,
+                                  const std::string& fn) {
+    std::vector<BatchAxis> axes;
+    for (pybind11::ssize_t d = 0; d < c.ndim() - 2; ++d)
+        axes.push_back({c.shape(d), element_stride<TA>(a, d, fn + ": a"), element_stride<TB>(b, d, fn + ": b"),
+                        element_stride<TC>(c, d, fn + ": c")});
+    return axes;
 }
 
 // The matrix in x's last two axes (item 0 of a stack), dtype-checked. T const: read only;

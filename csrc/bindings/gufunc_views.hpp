@@ -3,9 +3,6 @@
 // and bf16_loop.cpp (bfloat16 x bfloat16 -> float32 matmul) share it.
 #pragma once
 
-#ifndef NPY_NO_DEPRECATED_API
-#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
-#endif
 #include <numpy/npy_common.h>
 
 #include <cstdint>
@@ -47,7 +44,7 @@ inline bool fits(const char* p, npy_intp step, npy_intp size) {
 // GCC then inlines it into the hot matmul loop, as when the loop held this code (objdump).
 template <typename TA, typename TB, typename TC>
 inline bool stack_views(char* const* args, npy_intp batch, npy_intp const* steps, const Geometry& g,
-                 StackViews<TA, TB, TC>& v) {
+                        StackViews<TA, TB, TC>& v) {
     constexpr npy_intp ea = sizeof(TA), eb = sizeof(TB), ec = sizeof(TC);
     if (!fits(args[0], steps[0], ea) || !fits(args[1], steps[1], eb) || !fits(args[2], steps[2], ec)) return false;
     if (g.a_n % ea || g.a_k % ea || g.b_k % eb || g.b_m % eb || g.c_n % ec || g.c_m % ec) return false;

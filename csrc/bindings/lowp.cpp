@@ -93,16 +93,11 @@ void gemm_lowp_py(const py::array& a, const py::array& b, py::array& c, float al
 
 template <typename S>
 void batched_typed(const py::array& a, const py::array& b, py::array& c, float alpha, float beta) {
-    const py::ssize_t nd = c.ndim();
     const View<const S> va = lowp_view<S>(a, "gemm_lowp_batched: a"), vb = lowp_view<S>(b, "gemm_lowp_batched: b");
     const View<float> vc = bindings::matrix_view<float>(c, "gemm_lowp_batched: c");
     if (c.size() > 0 && reinterpret_cast<uintptr_t>(c.data()) % alignof(float))
         throw py::value_error("gemm_lowp_batched: operands must be aligned");
-    std::vector<BatchAxis> axes;
-    for (py::ssize_t d = 0; d < nd - 2; ++d)
-        axes.push_back({c.shape(d), bindings::element_stride<S>(a, d, "gemm_lowp_batched: a"),
-                        bindings::element_stride<S>(b, d, "gemm_lowp_batched: b"),
-                        bindings::element_stride<float>(c, d, "gemm_lowp_batched: c")});
+    const std::vector<BatchAxis> axes = bindings::batch_axes<S, S, float>(a, b, c, "gemm_lowp_batched");
     py::gil_scoped_release release;
     gemm_lowp_batched<S>(alpha, va, vb, beta, vc, axes);
 }
