@@ -48,6 +48,18 @@ void report(bool ok, const std::string& what) {
     }
 }
 
+// f() ran to the end; an exception is reported as a failure of `what`.
+template <typename F>
+bool ran(const char* what, F f) {
+    try {
+        f();
+        return true;
+    } catch (const std::exception& e) {
+        report(false, std::string(what) + ": threw " + e.what());
+        return false;
+    }
+}
+
 uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 double uniform() {  // in [-1, 1), deterministic on every platform
     rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
@@ -133,12 +145,7 @@ void check_guarded(int64_t m, int64_t n, int64_t k, Layout lc, const std::vector
         c.fill(c0);
         char what[256];
         describe(what, sizeof what, guard ? "+guards" : "");
-        try {
-            compute(c.view());
-        } catch (const std::exception& e) {
-            report(false, std::string(what) + ": threw " + e.what());
-            continue;
-        }
+        if (!ran(what, [&] { compute(c.view()); })) continue;
         bool ok = true;
         for (int64_t i = 0; i < m && ok; ++i)
             for (int64_t j = 0; j < n && ok; ++j) {
@@ -820,7 +827,7 @@ void run_int8_case(const char* kernel, int64_t m, int64_t n, int64_t k, Layout l
         Placed<int32_t> c(m, n, lc, guard, int32_t(0x5a5a5a5a));
         Placed<float> cf(m, n, lc, guard, -12345.0f);
         c.fill(c0);
-        try {
+        const bool done = ran(what, [&] {
             if (packed) {
                 const fastgemm::PackedInt8B pb(fastgemm::active_kernels(), b.cview());
                 if (scaled) fastgemm::gemm_int8_scaled<A>(a.cview(), pb, scale.data(), 1, cf.view());
@@ -830,10 +837,8 @@ void run_int8_case(const char* kernel, int64_t m, int64_t n, int64_t k, Layout l
             } else {
                 fastgemm::gemm_int8<A>(a.cview(), b.cview(), accumulate, c.view());
             }
-        } catch (const std::exception& e) {
-            report(false, std::string(what) + ": threw " + e.what());
-            continue;
-        }
+        });
+        if (!done) continue;
         bool ok = true;
         for (int64_t i = 0; i < m && ok; ++i)
             for (int64_t j = 0; j < n && ok; ++j) {
