@@ -17,12 +17,7 @@ namespace {
 
 template <typename T>
 void gemm_batched_py(const py::array& a, const py::array& b, py::array& c, T alpha, T beta) {
-    const py::ssize_t nd = c.ndim();
-    if (nd < 2 || a.ndim() != nd || b.ndim() != nd)
-        throw py::value_error("gemm_batched: a, b and c must have the same number (>= 2) of dimensions");
-    for (py::ssize_t d = 0; d < nd - 2; ++d)
-        if (a.shape(d) != c.shape(d) || b.shape(d) != c.shape(d))
-            throw py::value_error("gemm_batched: a, b and c must have the same batch shape");
+    bindings::require_same_batch(a, b, c, "gemm_batched");
     if (!c.writeable()) throw py::value_error("gemm_batched: c is read-only");
     const View<const T> va = bindings::matrix_view<const T>(a, "gemm_batched: a");
     const View<const T> vb = bindings::matrix_view<const T>(b, "gemm_batched: b");
@@ -32,11 +27,7 @@ void gemm_batched_py(const py::array& a, const py::array& b, py::array& c, T alp
     for (const py::array* x : operands)
         if (x->size() > 0 && reinterpret_cast<uintptr_t>(x->data()) % alignof(T))
             throw py::value_error("gemm_batched: operands must be aligned");
-    std::vector<BatchAxis> axes;
-    for (py::ssize_t d = 0; d < nd - 2; ++d)
-        axes.push_back({c.shape(d), bindings::element_stride<T>(a, d, "gemm_batched: a"),
-                        bindings::element_stride<T>(b, d, "gemm_batched: b"),
-                        bindings::element_stride<T>(c, d, "gemm_batched: c")});
+    const std::vector<BatchAxis> axes = bindings::batch_axes<T, T, T>(a, b, c, "gemm_batched");
     py::gil_scoped_release release;
     gemm_batched<T>(alpha, va, vb, beta, vc, axes);
 }

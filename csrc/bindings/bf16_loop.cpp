@@ -25,10 +25,12 @@
 
 #include "../fastgemm/batched.hpp"
 #include "../fastgemm/gemm_lowp.hpp"
+#include "gufunc_views.hpp"
 #include "registrations.hpp"
 
 namespace py = pybind11;
 using namespace fastgemm;
+using namespace fastgemm::bindings;
 
 namespace {
 
@@ -41,39 +43,23 @@ std::atomic<bool> g_on{false};     // the switch's bfloat16 part; set by _patch 
 PyObject* g_registered = nullptr;  // the DType the loop was registered for (a strong reference)
 std::atomic<uint64_t> g_ours{0}, g_numpys{0};
 
-// One product of the stack in element steps, from the gufunc's dims [batch, n, k, m] and byte
-// steps [sA, sB, sC, A_n, A_k, B_k, B_m, C_n, C_m]; false when a step is not a multiple of its
-// item or a base is misaligned.
-bool views(char* const* args, const npy_intp* dims, const npy_intp* steps, View<const bfloat16_t>& a,
-           View<const bfloat16_t>& b, View<float>& c) {
-    const npy_intp item[3] = {2, 2, 4};
-    for (int i = 0; i < 3; ++i)
-        if (reinterpret_cast<uintptr_t>(args[i]) % item[i] || steps[i] % item[i]) return false;
-    for (int i = 3; i < 9; ++i)
-        if (steps[i] % item[(i - 3) / 2]) return false;
-    a = {reinterpret_cast<const bfloat16_t*>(args[0]), dims[1], dims[2], steps[3] / 2, steps[4] / 2};
-    b = {reinterpret_cast<const bfloat16_t*>(args[1]), dims[2], dims[3], steps[5] / 2, steps[6] / 2};
-    c = {reinterpret_cast<float*>(args[2]), dims[1], dims[3], steps[7] / 4, steps[8] / 4};
-    return true;
-}
-
 // Item by item through contiguous copies, for what the core cannot address (odd steps, an
 // `out` whose elements overlap): C written in row-major order, as NumPy's own loop does.
-void gathered(char* const* args, const npy_intp* dims, const npy_intp* steps) {
-    const npy_intp n = dims[1], k = dims[2], m = dims[3];
+void gathered(char* const* args, npy_intp batch, const npy_intp* steps, const Geometry& g) {
+    const npy_intp n = g.n, k = g.k, m = g.m;
     std::vector<bfloat16_t> a(size_t(n * k)), b(size_t(k * m));
     std::vector<float> c(size_t(n * m));
-    for (npy_intp t = 0; t < dims[0]; ++t) {
+    for (npy_intp t = 0; t < batch; ++t) {
         const char* pa = args[0] + t * steps[0];
         const char* pb = args[1] + t * steps[1];
         char* pc = args[2] + t * steps[2];
         for (npy_intp i = 0; i < n; ++i)
-            for (npy_intp p = 0; p < k; ++p) std::memcpy(&a[size_t(i * k + p)], pa + i * steps[3] + p * steps[4], 2);
+            for (npy_intp p = 0; p < k; ++p) std::memcpy(&a[size_t(i * k + p)], pa + i * g.a_n + p * g.a_k, 2);
         for (npy_intp p = 0; p < k; ++p)
-            for (npy_intp j = 0; j < m; ++j) std::memcpy(&b[size_t(p * m + j)], pb + p * steps[5] + j * steps[6], 2);
+            for (npy_intp j = 0; j < m; ++j) std::memcpy(&b[size_t(p * m + j)], pb + p * g.b_k + j * g.b_m, 2);
         gemm_lowp<bfloat16_t>(1.0f, {a.data(), n, k, k, 1}, {b.data(), k, m, m, 1}, 0.0f, {c.data(), n, m, m, 1});
         for (npy_intp i = 0; i < n; ++i)
-            for (npy_intp j = 0; j < m; ++j) std::memcpy(pc + i * steps[7] + j * steps[8], &c[size_t(i * m + j)], 4);
+            for (npy_intp j = 0; j < m; ++j) std::memcpy(pc + i * g.c_n + j * g.c_m, &c[size_t(i * m + j)], 4);
     }
 }
 
@@ -81,12 +67,12 @@ void gathered(char* const* args, const npy_intp* dims, const npy_intp* steps) {
 // It runs without the GIL and touches no Python object except to report a failure.
 int bf16_loop(PyArrayMethod_Context*, char* const* args, const npy_intp* dims, const npy_intp* steps, NpyAuxData*) {
     try {
-        View<const bfloat16_t> a, b;
-        View<float> c;
-        const std::vector<BatchAxis> axes{{dims[0], steps[0] / 2, steps[1] / 2, steps[2] / 4}};
-        if (views(args, dims, steps, a, b, c) && c_disjoint(c, axes))
-            gemm_lowp_batched<bfloat16_t>(1.0f, a, b, 0.0f, c, axes);
-        else gathered(args, dims, steps);
+        const Geometry g = matmul_geometry(dims, steps);
+        StackViews<bfloat16_t, bfloat16_t, float> v{};
+        const bool addressable = stack_views(args, dims[0], steps, g, v);
+        const std::vector<BatchAxis> axes{v.batch};
+        if (addressable && c_disjoint(v.c, axes)) gemm_lowp_batched<bfloat16_t>(1.0f, v.a, v.b, 0.0f, v.c, axes);
+        else gathered(args, dims[0], steps, g);
         g_ours.fetch_add(1, std::memory_order_relaxed);
         return 0;
     } catch (const std::exception& e) {

@@ -8,7 +8,9 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <vector>
 
+#include "../fastgemm/batched.hpp"
 #include "../fastgemm/epilogue.hpp"
 #include "../fastgemm/view.hpp"
 
@@ -38,12 +40,35 @@ inline void require_2d(const pybind11::array& x, const char* what) {
     if (x.ndim() != 2) throw pybind11::value_error(std::string(what) + ": expected a 2-D array");
 }
 
+// a, b and c stacks of matrices with one batch shape (the batched entries; `fn` names the entry).
+inline void require_same_batch(const pybind11::array& a, const pybind11::array& b, const pybind11::array& c,
+                               const std::string& fn) {
+    const pybind11::ssize_t nd = c.ndim();
+    if (nd < 2 || a.ndim() != nd || b.ndim() != nd)
+        throw pybind11::value_error(fn + ": a, b and c must have the same number (>= 2) of dimensions");
+    for (pybind11::ssize_t d = 0; d < nd - 2; ++d)
+        if (a.shape(d) != c.shape(d) || b.shape(d) != c.shape(d))
+            throw pybind11::value_error(fn + ": a, b and c must have the same batch shape");
+}
+
 // Element stride of axis `axis` (byte strides must be whole elements).
 template <typename T>
 int64_t element_stride(const pybind11::array& x, pybind11::ssize_t axis, const std::string& what) {
     const auto item = pybind11::ssize_t(sizeof(T));
     if (x.strides(axis) % item) throw pybind11::value_error(what + ": strides are not a multiple of the item size");
     return x.strides(axis) / item;
+}
+
+// The batch axes of stacks a, b, c that passed require_same_batch (items TA, TB, TC): c's
+// lengths and each operand's element strides.
+template <typename TA, typename TB, typename TC>
+std::vector<BatchAxis> batch_axes(const pybind11::array& a, const pybind11::array& b, const pybind11::array& c,
+                                  const std::string& fn) {
+    std::vector<BatchAxis> axes;
+    for (pybind11::ssize_t d = 0; d < c.ndim() - 2; ++d)
+        axes.push_back({c.shape(d), element_stride<TA>(a, d, fn + ": a"), element_stride<TB>(b, d, fn + ": b"),
+                        element_stride<TC>(c, d, fn + ": c")});
+    return axes;
 }
 
 // The matrix in x's last two axes (item 0 of a stack), dtype-checked. T const: read only;

@@ -54,19 +54,13 @@ Lowp kind_of(const py::array& x) {
     return Lowp::other;
 }
 
-// Element stride of axis `axis` of a 2-byte or float32 array.
-int64_t stride_of(const py::array& x, py::ssize_t axis, py::ssize_t item, const std::string& what) {
-    if (x.strides(axis) % item) throw py::value_error(what + ": strides are not a multiple of the item size");
-    return x.strides(axis) / item;
-}
-
 template <typename S>
 View<const S> lowp_view(const py::array& x, const std::string& what) {
     if (x.ndim() < 2) throw py::value_error(what + ": expected at least 2 dimensions");
     const py::ssize_t r = x.ndim() - 2, c = x.ndim() - 1;
     if (x.size() > 0 && reinterpret_cast<uintptr_t>(x.data()) % 2) throw py::value_error(what + ": misaligned data");
-    return {static_cast<const S*>(x.data()), x.shape(r), x.shape(c), stride_of(x, r, 2, what),
-            stride_of(x, c, 2, what)};
+    return {static_cast<const S*>(x.data()), x.shape(r), x.shape(c), bindings::element_stride<S>(x, r, what),
+            bindings::element_stride<S>(x, c, what)};
 }
 
 Lowp pair_kind(const py::array& a, const py::array& b, const char* fn) {
@@ -99,26 +93,17 @@ void gemm_lowp_py(const py::array& a, const py::array& b, py::array& c, float al
 
 template <typename S>
 void batched_typed(const py::array& a, const py::array& b, py::array& c, float alpha, float beta) {
-    const py::ssize_t nd = c.ndim();
     const View<const S> va = lowp_view<S>(a, "gemm_lowp_batched: a"), vb = lowp_view<S>(b, "gemm_lowp_batched: b");
     const View<float> vc = bindings::matrix_view<float>(c, "gemm_lowp_batched: c");
     if (c.size() > 0 && reinterpret_cast<uintptr_t>(c.data()) % alignof(float))
         throw py::value_error("gemm_lowp_batched: operands must be aligned");
-    std::vector<BatchAxis> axes;
-    for (py::ssize_t d = 0; d < nd - 2; ++d)
-        axes.push_back({c.shape(d), stride_of(a, d, 2, "gemm_lowp_batched: a"),
-                        stride_of(b, d, 2, "gemm_lowp_batched: b"), stride_of(c, d, 4, "gemm_lowp_batched: c")});
+    const std::vector<BatchAxis> axes = bindings::batch_axes<S, S, float>(a, b, c, "gemm_lowp_batched");
     py::gil_scoped_release release;
     gemm_lowp_batched<S>(alpha, va, vb, beta, vc, axes);
 }
 
 void gemm_lowp_batched_py(const py::array& a, const py::array& b, py::array& c, float alpha, float beta) {
-    const py::ssize_t nd = c.ndim();
-    if (nd < 2 || a.ndim() != nd || b.ndim() != nd)
-        throw py::value_error("gemm_lowp_batched: a, b and c must have the same number (>= 2) of dimensions");
-    for (py::ssize_t d = 0; d < nd - 2; ++d)
-        if (a.shape(d) != c.shape(d) || b.shape(d) != c.shape(d))
-            throw py::value_error("gemm_lowp_batched: a, b and c must have the same batch shape");
+    bindings::require_same_batch(a, b, c, "gemm_lowp_batched");
     if (pair_kind(a, b, "gemm_lowp_batched") == Lowp::bf16) batched_typed<bfloat16_t>(a, b, c, alpha, beta);
     else batched_typed<float16_t>(a, b, c, alpha, beta);
 }

@@ -4,7 +4,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -14,30 +13,15 @@
 #include "../fastgemm/caches.hpp"
 #include "../fastgemm/cpu.hpp"
 #include "../fastgemm/dispatch.hpp"
-#include "../fastgemm/gemm.hpp"
 #include "../fastgemm/peak.hpp"
 #include "../fastgemm/threading.hpp"
-#include "convert.hpp"
+#include "gemm_entry.hpp"
 #include "registrations.hpp"
 
 namespace py = pybind11;
 using namespace fastgemm;
 
 namespace {
-
-template <typename T>
-void gemm_py(const py::array& a, const py::array& b, py::array& c, T alpha, T beta,
-             const std::optional<py::array>& bias, int activation) {
-    bindings::require_2d(a, "a");
-    bindings::require_2d(b, "b");
-    bindings::require_2d(c, "c");
-    const View<const T> va = bindings::matrix_view<const T>(a, "a");
-    const View<const T> vb = bindings::matrix_view<const T>(b, "b");
-    const View<T> vc = bindings::matrix_view<T>(c, "c");
-    const Epilogue<T> ep = bindings::epilogue_of<T>(bias, activation, vc);
-    py::gil_scoped_release release;
-    gemm<T>(alpha, va, vb, beta, vc, ep);
-}
 
 py::dict tile_info(const KernelSet& ks) {
     py::dict d;
@@ -60,10 +44,8 @@ py::dict cache_level(const CacheLevel& c) {
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "fastgemm native core (internal; use the fastgemm package)";
-    m.def("sgemm", &gemm_py<float>, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"),
-          py::arg("bias") = py::none(), py::arg("activation") = 0);
-    m.def("dgemm", &gemm_py<double>, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"),
-          py::arg("bias") = py::none(), py::arg("activation") = 0);
+    bindings::def_gemm<float, py::array>(m, "sgemm");
+    bindings::def_gemm<double, py::array>(m, "dgemm");
 
     m.def("compiled_kernels", [] {
         py::list out;

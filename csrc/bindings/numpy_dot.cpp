@@ -134,7 +134,7 @@ bool compute(const Product<T>& p, int64_t size) {
     if (!std::fetestexcept(kFpFlags)) {
         int64_t rows = p.c.rows;
         for (const BatchAxis& ax : p.axes) rows *= ax.size;
-        if (threads_for(rows, p.c.cols, p.a.cols) == 1 || all_finite(p.c.data, size)) return true;
+        if (!may_run_threaded(rows, p.c.cols, p.a.cols) || all_finite(p.c.data, size)) return true;
     }
     return errstate_ignores_all();
 }

@@ -7,12 +7,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "../fastgemm/dispatch.hpp"
 #include "../fastgemm/packed.hpp"
 #include "convert.hpp"
+#include "gemm_entry.hpp"
 #include "registrations.hpp"
 
 namespace py = pybind11;
@@ -51,20 +51,7 @@ void register_class(py::module_& m, const char* cls) {
 template <typename T>
 void register_type(py::module_& m, const char* cls, const char* gemm_name) {
     register_class<PackedB<T>, T>(m, cls);
-    m.def(
-        gemm_name,
-        [](const py::array& a, const PackedB<T>& b, py::array& c, T alpha, T beta, const std::optional<py::array>& bias,
-           int activation) {
-            bindings::require_2d(a, "a");
-            bindings::require_2d(c, "c");
-            const View<const T> va = bindings::matrix_view<const T>(a, "a");
-            const View<T> vc = bindings::matrix_view<T>(c, "c");
-            const Epilogue<T> ep = bindings::epilogue_of<T>(bias, activation, vc);
-            py::gil_scoped_release release;
-            gemm<T>(alpha, va, b, beta, vc, ep);
-        },
-        py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha"), py::arg("beta"), py::arg("bias") = py::none(),
-        py::arg("activation") = 0);
+    bindings::def_gemm<T, PackedB<T>>(m, gemm_name);
 }
 
 }  // namespace

@@ -16,10 +16,12 @@
 
 #include "../fastgemm/batched.hpp"
 #include "../fastgemm/gemm.hpp"
+#include "gufunc_views.hpp"
 #include "registrations.hpp"
 
 namespace py = pybind11;
 using namespace fastgemm;
+using namespace fastgemm::bindings;
 
 namespace {
 
@@ -52,23 +54,11 @@ bool Slot<T, O>::replaced = false;
 
 std::atomic<uint64_t> g_ours[kOps], g_numpys[kOps];
 
-bool fits(const void* p, npy_intp step, size_t size) {
-    return reinterpret_cast<uintptr_t>(p) % size == 0 && step % npy_intp(size) == 0;
-}
-
-// One product of the stack, in byte steps: A (n x k), B (k x m), C (n x m); a dimension of
-// length 1 that the gufunc does not have gets step 0.
-struct Geometry {
-    npy_intp n, k, m;
-    npy_intp a_n, a_k, b_k, b_m, c_n, c_m;
-};
-
 // dims [batch, core dims in order of first appearance], steps [sA, sB, sC, core steps of A,
 // B, C in signature order], as NumPy hands them to a gufunc loop.
 template <int O>
 Geometry geometry(npy_intp const* d, npy_intp const* s) {
-    if constexpr (O == kMatmul)  // (n?,k),(k,m?)->(n?,m?): dims [n, k, m]
-        return {d[1], d[2], d[3], s[3], s[4], s[5], s[6], s[7], s[8]};
+    if constexpr (O == kMatmul) return matmul_geometry(d, s);
     else if constexpr (O == kVecdot)  // (n),(n)->(): dims [n]; a row times a column
         return {1, d[1], 1, 0, s[3], s[4], 0, 0, 0};
     else if constexpr (O == kMatvec)  // (m,n),(n)->(m): dims [m, n]
@@ -86,26 +76,20 @@ void gufunc_loop(char** args, npy_intp const* dims, npy_intp const* steps, void*
     const PyUFuncGenericFunction numpys = Slot<T, O>::original.load(std::memory_order_acquire);
     const npy_intp batch = dims[0];
     const Geometry g = geometry<O>(dims, steps);
-    constexpr size_t s = sizeof(T);
-    const npy_intp e = npy_intp(s);
     // A long vector . vector product goes to NumPy's loop (its BLAS dot), as np.dot's does.
-    const bool long_dot = batch == 1 && g.n == 1 && g.m == 1 && g.k * e > kVectorDotMaxBytes;
-    bool ok = O == kMatmul
-                  ? !long_dot
-                  : double(g.n) * double(g.k) * double(g.m) >= double(g_min_flops.load(std::memory_order_relaxed));
-    for (int i = 0; ok && i < 3; ++i) ok = fits(args[i], steps[i], s);
-    for (npy_intp st : {g.a_n, g.a_k, g.b_k, g.b_m, g.c_n, g.c_m}) ok = ok && st % e == 0;
-    if (ok) {
+    const bool long_dot = batch == 1 && g.n == 1 && g.m == 1 && g.k * npy_intp(sizeof(T)) > kVectorDotMaxBytes;
+    const bool ok =
+        O == kMatmul ? !long_dot
+                     : double(g.n) * double(g.k) * double(g.m) >= double(g_min_flops.load(std::memory_order_relaxed));
+    StackViews<T, T, T> v;
+    if (ok && stack_views(args, batch, steps, g, v)) {
         try {
-            const View<const T> a{reinterpret_cast<const T*>(args[0]), g.n, g.k, g.a_n / e, g.a_k / e};
-            const View<const T> b{reinterpret_cast<const T*>(args[1]), g.k, g.m, g.b_k / e, g.b_m / e};
-            const View<T> c{reinterpret_cast<T*>(args[2]), g.n, g.m, g.c_n / e, g.c_m / e};
             if (batch == 1) {
-                gemm<T>(T(1), a, b, T(0), c);  // refuses a C that overlaps itself
+                gemm<T>(T(1), v.a, v.b, T(0), v.c);  // refuses a C that overlaps itself
             } else {
-                const std::vector<BatchAxis> axes{{batch, steps[0] / e, steps[1] / e, steps[2] / e}};
-                if (!c_disjoint(c, axes)) throw std::invalid_argument("out overlaps itself");
-                gemm_batched<T>(T(1), a, b, T(0), c, axes);
+                const std::vector<BatchAxis> axes{v.batch};
+                if (!c_disjoint(v.c, axes)) throw std::invalid_argument("out overlaps itself");
+                gemm_batched<T>(T(1), v.a, v.b, T(0), v.c, axes);
             }
             g_ours[O].fetch_add(1, std::memory_order_relaxed);
             return;

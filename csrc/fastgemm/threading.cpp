@@ -130,16 +130,25 @@ void set_max_threads(int n) {
     g_max_threads.store(n, std::memory_order_relaxed);
 }
 
+#ifdef _OPENMP
+namespace {
+// Threads an m x n x k product's work can keep busy, before the cap and the busy-machine rule.
+double threads_by_work(int64_t m, int64_t n, int64_t k) {
+    // m*n*k may overflow int64.
+    const double work = double(m) * double(n) * double(k);
+    return std::min(work / double(kMinWorkPerThread), double(m) * double(n) / double(kMinAreaPerThread));
+}
+}  // namespace
+#endif
+
 int threads_for(int64_t m, int64_t n, int64_t k) {
 #ifdef _OPENMP
     if (omp_in_parallel()) return 1;
     const int cap = max_threads();
     if (cap <= 1) return 1;
-    // m*n*k may overflow int64.
-    const double work = double(m) * double(n) * double(k);
-    const double by_work =
-        std::min(work / double(kMinWorkPerThread), double(m) * double(n) / double(kMinAreaPerThread));
+    const double by_work = threads_by_work(m, n, k);
     if (by_work < 2) return 1;
+    const double work = double(m) * double(n) * double(k);
     if (work <= kContendedMaxWork &&
         work * kNsPerMultiplyAdd < 2.0 * double(g_late_ns.load(std::memory_order_relaxed)) &&
         now_ns() < g_solo_until.load(std::memory_order_relaxed))
@@ -148,6 +157,15 @@ int threads_for(int64_t m, int64_t n, int64_t k) {
 #else
     (void)m, (void)n, (void)k;
     return 1;
+#endif
+}
+
+bool may_run_threaded(int64_t m, int64_t n, int64_t k) {
+#ifdef _OPENMP
+    return !omp_in_parallel() && max_threads() > 1 && threads_by_work(m, n, k) >= 2;
+#else
+    (void)m, (void)n, (void)k;
+    return false;
 #endif
 }
 

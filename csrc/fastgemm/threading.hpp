@@ -41,6 +41,10 @@ void set_max_threads(int n);
 // never more than the work can use, never more than max_threads(). See docs/DESIGN.md,
 // "Thread thresholds".
 int threads_for(int64_t m, int64_t n, int64_t k);
+// False when an m x n x k product cannot have run on more than one thread (a stack of `count`
+// of them: m * count rows). threads_for's rules without the busy-machine one, which only
+// lowers the count and changes with time, so the answer holds for a call that already ran.
+bool may_run_threaded(int64_t m, int64_t n, int64_t k);
 
 // fn(tid, team) on a team of `threads` (fn(0, 1) on the caller, no team, when threads == 1).
 // The runtime may give fewer threads than asked: `team` is what it gave. fn must not throw.

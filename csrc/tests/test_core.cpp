@@ -48,6 +48,18 @@ void report(bool ok, const std::string& what) {
     }
 }
 
+// f() ran to the end; an exception is reported as a failure of `what`.
+template <typename F>
+bool ran(const char* what, F f) {
+    try {
+        f();
+        return true;
+    } catch (const std::exception& e) {
+        report(false, std::string(what) + ": threw " + e.what());
+        return false;
+    }
+}
+
 uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 double uniform() {  // in [-1, 1), deterministic on every platform
     rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
@@ -83,6 +95,11 @@ struct Placed {
         origin = store.data() + g - lo;
     }
     T& at(int64_t i, int64_t j) { return origin[i * rs + j * cs]; }
+    // The matrix = `values` (rows x cols, row-major).
+    void fill(const std::vector<T>& values) {
+        for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < cols; ++j) at(i, j) = values[size_t(i * cols + j)];
+    }
     View<T> view() { return {origin, rows, cols, rs, cs}; }
     View<const T> cview() { return {origin, rows, cols, rs, cs}; }
     // Elements outside the matrix itself (guards and stepped gaps) all still hold `sentinel`.
@@ -125,16 +142,10 @@ void check_guarded(int64_t m, int64_t n, int64_t k, Layout lc, const std::vector
     // Guarded C catches stray writes by sentinel; exact C lets the sanitizer catch any access.
     for (int64_t guard : {int64_t(64), int64_t(0)}) {
         Placed<T> c(m, n, lc, guard, sentinel);
-        for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) c.at(i, j) = c0[size_t(i * n + j)];
+        c.fill(c0);
         char what[256];
         describe(what, sizeof what, guard ? "+guards" : "");
-        try {
-            compute(c.view());
-        } catch (const std::exception& e) {
-            report(false, std::string(what) + ": threw " + e.what());
-            continue;
-        }
+        if (!ran(what, [&] { compute(c.view()); })) continue;
         bool ok = true;
         for (int64_t i = 0; i < m && ok; ++i)
             for (int64_t j = 0; j < n && ok; ++j) {
@@ -405,6 +416,17 @@ void kernel_lookup_and_threads() {
                fastgemm_set_num_threads(0) == -1 && fastgemm::max_threads() == 2,
            "C ABI refuses out-of-range thread counts and keeps the cap");
     report(fastgemm_set_num_threads(limit) == 0 && fastgemm::max_threads() == limit, "C ABI sets the limit itself");
+    fastgemm::set_max_threads(2);
+
+    // may_run_threaded is true wherever threads_for gives more than one thread, busy machine or not.
+    bool bounded = true;
+    for (int64_t s : {1, 8, 31, 64, 100, 256, 1024})
+        bounded &= fastgemm::threads_for(s, s, s) == 1 || fastgemm::may_run_threaded(s, s, s);
+    const bool openmp = std::string(fastgemm::openmp_runtime()) != "none";
+    report(bounded && !fastgemm::may_run_threaded(8, 8, 8) && fastgemm::may_run_threaded(1024, 1024, 1024) == openmp,
+           "may_run_threaded bounds threads_for");
+    fastgemm::set_max_threads(1);
+    report(!fastgemm::may_run_threaded(1024, 1024, 1024), "may_run_threaded: false with one thread allowed");
     fastgemm::set_max_threads(2);
 
     // parallel_ranges covers [0, len) once; dynamic_chunks rethrows the first exception.
@@ -708,14 +730,11 @@ void epilogue_cases(const fastgemm::KernelSet& ks, bool quick = false) {
                     }
                 for (Layout lc : {kRowMajor, kColMajor, kStepped, kNegative}) {
                     Placed<T> a(m, k, lc == kColMajor ? kColMajor : kRowMajor, 0, T(0)), b(k, n, kRowMajor, 0, T(0));
-                    for (int64_t i = 0; i < m; ++i)
-                        for (int64_t p = 0; p < k; ++p) a.at(i, p) = a0[size_t(i * k + p)];
-                    for (int64_t p = 0; p < k; ++p)
-                        for (int64_t j = 0; j < n; ++j) b.at(p, j) = b0[size_t(p * n + j)];
+                    a.fill(a0);
+                    b.fill(b0);
                     for (int64_t guard : {int64_t(16), int64_t(0)}) {
                         Placed<T> c(m, n, lc, guard, sentinel);
-                        for (int64_t i = 0; i < m; ++i)
-                            for (int64_t j = 0; j < n; ++j) c.at(i, j) = c0[size_t(i * n + j)];
+                        c.fill(c0);
                         char what[200];
                         std::snprintf(what, sizeof what, "%s %s epilogue act=%d bias=%d m=%lld n=%lld k=%lld C=%s%s",
                                       ks.name, type_name<T>(), act, int(with_bias), (long long)m, (long long)n,
@@ -807,9 +826,8 @@ void run_int8_case(const char* kernel, int64_t m, int64_t n, int64_t k, Layout l
                       guard ? "+guards" : "", accumulate ? " accumulate" : "", scaled ? " scaled" : "");
         Placed<int32_t> c(m, n, lc, guard, int32_t(0x5a5a5a5a));
         Placed<float> cf(m, n, lc, guard, -12345.0f);
-        for (int64_t i = 0; i < m; ++i)
-            for (int64_t j = 0; j < n; ++j) c.at(i, j) = c0[size_t(i * n + j)];
-        try {
+        c.fill(c0);
+        const bool done = ran(what, [&] {
             if (packed) {
                 const fastgemm::PackedInt8B pb(fastgemm::active_kernels(), b.cview());
                 if (scaled) fastgemm::gemm_int8_scaled<A>(a.cview(), pb, scale.data(), 1, cf.view());
@@ -819,10 +837,8 @@ void run_int8_case(const char* kernel, int64_t m, int64_t n, int64_t k, Layout l
             } else {
                 fastgemm::gemm_int8<A>(a.cview(), b.cview(), accumulate, c.view());
             }
-        } catch (const std::exception& e) {
-            report(false, std::string(what) + ": threw " + e.what());
-            continue;
-        }
+        });
+        if (!done) continue;
         bool ok = true;
         for (int64_t i = 0; i < m && ok; ++i)
             for (int64_t j = 0; j < n && ok; ++j) {
