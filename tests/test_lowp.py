@@ -265,15 +265,48 @@ def test_same_bits_for_any_thread_count(dt):
     check(one[2][::97], sa[::97], sb[::97], out_dtype=result(dt))
 
 
+def rows_order(k):
+    """The order the streamed matrix-vector kernel (gemv_rows_cvt) sums over k: in each whole
+    group of 32 rows p0 + h + 4 q (h outer, q inner), then the remaining rows in order."""
+    whole = k // 32 * 32
+    grouped = [p0 + h + 4 * q for p0 in range(0, whole, 32) for h in range(4) for q in range(8)]
+    return grouped + list(range(whole, k))
+
+
+def rows_reference(x, w):
+    """x @ w (x of length k, w k x n) summed in float32 in rows_order: each product of two
+    2-byte values is exact in float32, so this is one rounding per addition, as an FMA gives."""
+    x32, w32 = np.asarray(x).astype(np.float32), np.asarray(w).astype(np.float32)
+    y = np.zeros(w32.shape[1], np.float32)
+    for p in rows_order(len(x32)):
+        y = y + x32[p] * w32[p]
+    return y
+
+
 @pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
-def test_matrix_vector_is_sgemm_on_the_widened_inputs(dt, kernel):
-    """The streamed 2-byte matrix-vector kernels sum each output over k in the order the float32
-    ones do, so they give sgemm's bits on the widened inputs (chunk edges and tails included)."""
-    for n, k in ((37, 41), (4133, 19), (300, 1)):
+def test_matrix_vector_rows_form_sums_in_its_documented_order(dt, kernel):
+    """One row of C against a streamed 2-byte matrix gives exactly the float32 sum of exact
+    products in rows_order: blocks of 16 (AVX2 two vectors) and chunks of 4096 +-1, 32-row
+    groups +-1, a strided x, a matrix with padded rows, and the n == 1 form on A's columns."""
+    for n, k in ((15, 33), (16, 32), (17, 31), (33, 65), (300, 1), (4095, 9), (4096, 40), (4097, 7), (4133, 97)):
         x, w = rand((1, k), dt), rand((k, n), dt)
-        assert np.array_equal(fastgemm.gemm(x, w), fastgemm.sgemm(x.astype(np.float32), w.astype(np.float32)))
-        for wt in (w.T, w.T.copy()):  # n == 1: one dot product per row, or A's columns streamed
-            assert np.array_equal(fastgemm.gemm(wt, x.T), fastgemm.sgemm(wt.astype(np.float32), x.T.astype(np.float32)))
+        want = rows_reference(x[0], w)
+        assert np.array_equal(fastgemm.gemm(x, w)[0], want), (n, k)
+        if k in (33, 65, 97):
+            xs = rand((1, 3 * k), dt)[:, ::3]  # x with a stride
+            wp = rand((k, n + 5), dt)[:, 2 : n + 2]  # rows longer than n, unaligned start
+            assert np.array_equal(fastgemm.gemm(xs, wp)[0], rows_reference(xs[0], wp)), (n, k)
+            assert np.array_equal(fastgemm.gemm(wp.T, xs.T)[:, 0], rows_reference(xs[0], wp)), (n, k)
+
+
+@pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
+def test_matrix_vector_dots_form_is_sgemm_on_the_widened_inputs(dt, kernel):
+    """Dot products along contiguous rows sum in the float32 kernel's order: sgemm's bits on
+    the widened inputs."""
+    for n, k in ((37, 41), (4133, 19), (300, 1)):
+        x, w = rand((1, k), dt), rand((n, k), dt)
+        want = fastgemm.sgemm(w.astype(np.float32), x.T.astype(np.float32))
+        assert np.array_equal(fastgemm.gemm(w, x.T), want)
 
 
 def test_kernels_agree_within_the_bound():

@@ -516,6 +516,9 @@ void run_lowp(const fastgemm::KernelSet& ks) {
     std::vector<std::vector<int64_t>> shapes = {{0, 0, 0},     {5, 3, 0},    {1, 1, 1},    {1, 7, 1},    {7, 1, 1},
                                                 {1, 1, 9},     {1, 37, 41},  {37, 1, 41},  {1, 300, 17}, {1, 4133, 11},
                                                 {4133, 1, 11}, {13, 17, 19}, {31, 37, 41}, {2, 401, 3},  {3, 2, 509}};
+    // Matrix-vector: 32-row groups +-1, blocks of 2W +-1, a chunk + 1 (gemv_rows_cvt's passes).
+    for (const auto& s : std::vector<std::vector<int64_t>>{{1, 17, 97}, {1, 15, 63}, {33, 1, 65}, {1, 4097, 33}})
+        shapes.push_back(s);
     for (int64_t d : {-1, 0, 1}) {
         shapes.push_back({mr + d, nr + 1, 7});
         shapes.push_back({mr + 1, nr + d, 5});

@@ -116,14 +116,14 @@ struct Avx2Bf16 {
         const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
         return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
     }
-    static constexpr bool kPairs = true;
-    // 16 bfloat16 as 8 32-bit words: the odd elements are the words' top halves, already float32
-    // when the bottom half is cleared; the even ones are the bottom halves shifted up.
-    static void load_pairs(const S* p, __m256& even, __m256& odd) {
-        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-        even = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-        odd = _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(int(0xffff0000u))));
+    // 16 bfloat16 from one load: interleaving them with zeros puts each at the top of a 32-bit
+    // lane, already a float32, lanes [0-3, 8-11] in lo and [4-7, 12-15] in hi.
+    static void load2(const S* p, __m256& lo, __m256& hi) {
+        const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), z = _mm256_setzero_si256();
+        lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, w));
+        hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, w));
     }
+    static int lane(int i) { return (i & 4) * 2 + (i & 8) / 2 + (i & 3); }
 };
 struct Avx2F16 {
     using S = float16_t;

@@ -27,72 +27,99 @@ typename V::reg load_part(const typename C::S* p, int64_t count) {
     return C::load(buf);
 }
 
-// gemv_rows (gemv.hpp) with x and the matrix in C::S: the same order of operations per
-// element of y, the matrix widened as it streams.
+// Blocks of 2W elements, as gemv_rows_cvt reads the matrix: load(p, lo, hi) widens the block at
+// p into two vectors, element i landing at lane(i) of [lo | hi]. Conversion traits may give their
+// own (C::load2 and C::lane, e.g. AVX2 bfloat16: one load, both halves unpacked against zero);
+// otherwise two C::load in order.
+template <typename V, typename C, typename = void>
+struct Block2 {
+    static void load(const typename C::S* p, typename V::reg& lo, typename V::reg& hi) {
+        lo = C::load(p);
+        hi = C::load(p + V::W);
+    }
+    static int lane(int i) { return i; }
+};
+template <typename V, typename C>
+struct Block2<V, C, std::void_t<decltype(C::lane(0))>> {
+    static void load(const typename C::S* p, typename V::reg& lo, typename V::reg& hi) { C::load2(p, lo, hi); }
+    static int lane(int i) { return C::lane(i); }
+};
+
+// A block of which only the first `count` elements exist (the rest read as 0; nothing past them read).
+template <typename V, typename C>
+void load_block_part(const typename C::S* p, int64_t count, typename V::reg& lo, typename V::reg& hi) {
+    typename C::S buf[2 * V::W] = {};
+    for (int64_t l = 0; l < count; ++l) buf[l] = p[l];
+    Block2<V, C>::load(buf, lo, hi);
+}
+
+// y = alpha * sum_p x[p] M[p, :] + beta * y with x and M in C::S, M widened as it streams: a
+// chunk of y's partial sums stays in L1 (each block of 2W in Block2's lane order, y written back
+// in order) while passes of eight rows add into it. Every element's sum runs over p in the same
+// fixed order whatever the split of the columns (so any thread count gives the same bits): in
+// each group of 32 rows p0 + h + 4q, h = 0..3 outer, q = 0..7 inner; the rows past the last
+// whole group in order.
 template <typename V, typename C>
 void gemv_rows_cvt(int64_t n, int64_t k, float alpha, const typename C::S* x, int64_t incx, const typename C::S* mat,
                    int64_t ldm, float beta, float* y, float* t) {
     using R = typename V::reg;
     using S = typename C::S;
-    constexpr int W = V::W;
+    using Blk = Block2<V, C>;
+    constexpr int W = V::W, B = 2 * V::W;
     constexpr int64_t kChunk = kGemvChunkBytes / int64_t(sizeof(float));
-    static_assert(kChunk % W == 0, "the chunk holds whole vectors");
+    static_assert(kChunk % B == 0, "the chunk holds whole blocks");
     for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
         const int64_t len = n - j0 < kChunk ? n - j0 : kChunk;
-        const int64_t full = len / W * W, rest = len - full;
-        for (int64_t j = 0, padded = full < len ? full + W : full; j < padded; ++j) t[j] = 0.0f;
+        const int64_t full = len / B * B, rest = len - full;
+        for (int64_t j = 0, padded = rest ? full + B : full; j < padded; ++j) t[j] = 0.0f;
         const S* m0 = mat + j0;
-        int64_t p = 0;
-        // Eight rows per pass over the chunk: a 2-byte row costs twice the arithmetic per byte
-        // of a float32 one (widen, then FMA), so the chunk's load and store are spread over
-        // more rows. Each element's sum still runs over p in order.
-        for (; p + 8 <= k; p += 8) {
-            R xs[8];
+        // Rows p, p + step, ..., p + (rows - 1) step added into the chunk, in that order.
+        auto pass = [&](auto rows_c, int64_t p, int64_t step) {
+            constexpr int rows = decltype(rows_c)::value;
+            R xs[rows];
 #pragma GCC unroll 8
-            for (int q = 0; q < 8; ++q) xs[q] = V::set1(C::one(x[(p + q) * incx]));
+            for (int q = 0; q < rows; ++q) xs[q] = V::set1(C::one(x[(p + q * step) * incx]));
             const S* r0 = m0 + p * ldm;
-            for (int64_t j = 0; j < full; j += W) {
-                R acc = V::loadu(t + j);
+            const int64_t rs = step * ldm;
+            for (int64_t j = 0; j < full; j += B) {
+                R lo = V::loadu(t + j), hi = V::loadu(t + j + W);
 #pragma GCC unroll 8
-                for (int q = 0; q < 8; ++q) acc = V::fmadd(xs[q], C::load(r0 + q * ldm + j), acc);
-                V::storeu(t + j, acc);
+                for (int q = 0; q < rows; ++q) {
+                    R a, b;
+                    Blk::load(r0 + q * rs + j, a, b);
+                    lo = V::fmadd(xs[q], a, lo);
+                    hi = V::fmadd(xs[q], b, hi);
+                }
+                V::storeu(t + j, lo);
+                V::storeu(t + j + W, hi);
             }
             if (rest) {
-                R acc = V::loadu(t + full);
-#pragma GCC unroll 8
-                for (int q = 0; q < 8; ++q) acc = V::fmadd(xs[q], load_part<V, C>(r0 + q * ldm + full, rest), acc);
-                V::storeu(t + full, acc);
+                R lo = V::loadu(t + full), hi = V::loadu(t + full + W);
+                for (int q = 0; q < rows; ++q) {
+                    R a, b;
+                    load_block_part<V, C>(r0 + q * rs + full, rest, a, b);
+                    lo = V::fmadd(xs[q], a, lo);
+                    hi = V::fmadd(xs[q], b, hi);
+                }
+                V::storeu(t + full, lo);
+                V::storeu(t + full + W, hi);
             }
-        }
-        for (; p + 4 <= k; p += 4) {
-            const R x0 = V::set1(C::one(x[p * incx])), x1 = V::set1(C::one(x[(p + 1) * incx])),
-                    x2 = V::set1(C::one(x[(p + 2) * incx])), x3 = V::set1(C::one(x[(p + 3) * incx]));
-            const S *r0 = m0 + p * ldm, *r1 = r0 + ldm, *r2 = r1 + ldm, *r3 = r2 + ldm;
-            for (int64_t j = 0; j < full; j += W) {
-                R acc = V::loadu(t + j);
-                acc = V::fmadd(x0, C::load(r0 + j), acc);
-                acc = V::fmadd(x1, C::load(r1 + j), acc);
-                acc = V::fmadd(x2, C::load(r2 + j), acc);
-                acc = V::fmadd(x3, C::load(r3 + j), acc);
-                V::storeu(t + j, acc);
-            }
-            if (rest) {
-                R acc = V::loadu(t + full);
-                acc = V::fmadd(x0, load_part<V, C>(r0 + full, rest), acc);
-                acc = V::fmadd(x1, load_part<V, C>(r1 + full, rest), acc);
-                acc = V::fmadd(x2, load_part<V, C>(r2 + full, rest), acc);
-                acc = V::fmadd(x3, load_part<V, C>(r3 + full, rest), acc);
-                V::storeu(t + full, acc);
-            }
-        }
-        for (; p < k; ++p) {
-            const R xp = V::set1(C::one(x[p * incx]));
-            const S* r = m0 + p * ldm;
-            for (int64_t j = 0; j < full; j += W) V::storeu(t + j, V::fmadd(xp, C::load(r + j), V::loadu(t + j)));
-            if (rest) V::storeu(t + full, V::fmadd(xp, load_part<V, C>(r + full, rest), V::loadu(t + full)));
-        }
+        };
+        using Eight = std::integral_constant<int, 8>;
+        int64_t p = 0;
+        // Each pass reads eight rows four apart, so each of the eight streams runs on through four
+        // consecutive rows (one contiguous run when the rows are): DRAM delivered a 2-byte matrix
+        // faster that way than eight rows in a row (docs/DESIGN.md, "Measured decisions").
+        for (; p + 32 <= k; p += 32)
+            for (int64_t h = 0; h < 4; ++h) pass(Eight{}, p + h, 4);
+        for (; p + 8 <= k; p += 8) pass(Eight{}, p, 1);
+        for (; p < k; ++p) pass(std::integral_constant<int, 1>{}, p, 1);
         float* yc = y + j0;
-        for (int64_t j = 0; j < len; ++j) yc[j] = beta == 0.0f ? alpha * t[j] : alpha * t[j] + beta * yc[j];
+        for (int64_t j = 0; j < len; ++j) {
+            const int64_t b = j / B * B;
+            const float tj = t[b + Blk::lane(int(j - b))];
+            yc[j] = beta == 0.0f ? alpha * tj : alpha * tj + beta * yc[j];
+        }
     }
 }
 
@@ -106,91 +133,6 @@ struct WidenLoad {
     static typename V::reg load(const S* p) { return C::load(p); }
     typename V::reg part(const S* p) const { return load_part<V, C>(p, rest); }
 };
-
-// Conversion traits may also give load_pairs(p, even, odd): 2W elements at p, the even-indexed
-// ones widened into `even`, the odd-indexed ones into `odd`. For bfloat16 that is one load, a
-// shift and an and for 2W elements (a bfloat16 at the top of a 32-bit word is already a float32),
-// against a widening load and a shift per W elements.
-// (Traits with load_pairs say so with `static constexpr bool kPairs = true`.)
-template <typename C, typename = void>
-struct has_pairs : std::false_type {};
-template <typename C>
-struct has_pairs<C, std::void_t<decltype(C::kPairs)>> : std::bool_constant<C::kPairs> {};
-
-// 2W elements at p of which only the first `count` exist (the rest read as 0), as pairs.
-template <typename V, typename C>
-void load_pairs_part(const typename C::S* p, int64_t count, typename V::reg& even, typename V::reg& odd) {
-    typename C::S buf[2 * V::W] = {};
-    for (int64_t l = 0; l < count; ++l) buf[l] = p[l];
-    C::load_pairs(buf, even, odd);
-}
-
-// gemv_rows_cvt through load_pairs: the chunk keeps each block of 2W partial sums as its even
-// elements then its odd ones, and y is written back in order. The sum per element runs over p in
-// order from 0, exactly as in gemv_rows_cvt, so the result is bitwise the same.
-template <typename V, typename C>
-void gemv_rows_pairs(int64_t n, int64_t k, float alpha, const typename C::S* x, int64_t incx, const typename C::S* mat,
-                     int64_t ldm, float beta, float* y, float* t) {
-    using R = typename V::reg;
-    using S = typename C::S;
-    constexpr int W = V::W, B = 2 * V::W;
-    constexpr int64_t kChunk = kGemvChunkBytes / int64_t(sizeof(float));
-    static_assert(kChunk % B == 0, "the chunk holds whole pairs of vectors");
-    for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
-        const int64_t len = n - j0 < kChunk ? n - j0 : kChunk;
-        const int64_t full = len / B * B, rest = len - full;
-        for (int64_t j = 0, padded = rest ? full + B : full; j < padded; ++j) t[j] = 0.0f;
-        const S* m0 = mat + j0;
-        // `rows` rows from p on, their x values broadcast in xs.
-        auto pass = [&](const R* xs, int rows, const S* r0) {
-            for (int64_t j = 0; j < full; j += B) {
-                R ae = V::loadu(t + j), ao = V::loadu(t + j + W);
-                for (int q = 0; q < rows; ++q) {
-                    R e, o;
-                    C::load_pairs(r0 + q * ldm + j, e, o);
-                    ae = V::fmadd(xs[q], e, ae);
-                    ao = V::fmadd(xs[q], o, ao);
-                }
-                V::storeu(t + j, ae);
-                V::storeu(t + j + W, ao);
-            }
-            if (rest) {
-                R ae = V::loadu(t + full), ao = V::loadu(t + full + W);
-                for (int q = 0; q < rows; ++q) {
-                    R e, o;
-                    load_pairs_part<V, C>(r0 + q * ldm + full, rest, e, o);
-                    ae = V::fmadd(xs[q], e, ae);
-                    ao = V::fmadd(xs[q], o, ao);
-                }
-                V::storeu(t + full, ae);
-                V::storeu(t + full + W, ao);
-            }
-        };
-        int64_t p = 0;
-        for (; p + 8 <= k; p += 8) {
-            R xs[8];
-            for (int q = 0; q < 8; ++q) xs[q] = V::set1(C::one(x[(p + q) * incx]));
-            pass(xs, 8, m0 + p * ldm);
-        }
-        for (; p < k; ++p) {
-            const R xs[1] = {V::set1(C::one(x[p * incx]))};
-            pass(xs, 1, m0 + p * ldm);
-        }
-        float* yc = y + j0;
-        for (int64_t j = 0; j < len; ++j) {
-            const int64_t b = j / B * B, i = j - b;
-            const float tj = t[b + (i & 1) * W + (i >> 1)];
-            yc[j] = beta == 0.0f ? alpha * tj : alpha * tj + beta * yc[j];
-        }
-    }
-}
-
-template <typename V, typename C>
-void gemv_rows_best(int64_t n, int64_t k, float alpha, const typename C::S* x, int64_t incx, const typename C::S* mat,
-                    int64_t ldm, float beta, float* y, float* t) {
-    if constexpr (has_pairs<C>::value) gemv_rows_pairs<V, C>(n, k, alpha, x, incx, mat, ldm, beta, y, t);
-    else gemv_rows_cvt<V, C>(n, k, alpha, x, incx, mat, ldm, beta, y, t);
-}
 
 // dst (rows x cols, row-major, contiguous) = src widened, from any strides: the operands of a
 // small product, made float32 for the float32 small kernels.
@@ -211,7 +153,7 @@ void widen(int64_t rows, int64_t cols, const typename C::S* src, int64_t rs, int
 
 template <typename V, typename C, int MR, int NR>
 constexpr LowpTable<typename C::S> lowp_table() {
-    return {&pack_a_cvt<V, C, MR>, &pack_b_cvt<V, C, NR>, &gemv_rows_best<V, C>, &gemv_dots<V, WidenLoad<V, C>>,
+    return {&pack_a_cvt<V, C, MR>, &pack_b_cvt<V, C, NR>, &gemv_rows_cvt<V, C>, &gemv_dots<V, WidenLoad<V, C>>,
             &widen<V, C>};
 }
 
