@@ -99,9 +99,11 @@ RNG_SCALE = np.random.default_rng(1212)
 
 @pytest.mark.parametrize("adt", A_TYPES)
 def test_threads_bitwise(kernel, adt):
-    x, w = rand(1500, adt), rand((1500, 2100), np.int8)
+    # Past 2^25 multiply-adds, so a busy machine does not keep it on one thread (threading.cpp).
+    k, n = 8200, 4100
+    x, w = rand(k, adt), rand((k, n), np.int8)
     wt = np.ascontiguousarray(w.T)
-    s = RNG_SCALE.uniform(-1, 1, size=2100).astype(np.float32)
+    s = RNG_SCALE.uniform(-1, 1, size=n).astype(np.float32)
     before = fastgemm.get_num_threads()
     outs = []
     try:
@@ -116,6 +118,6 @@ def test_threads_bitwise(kernel, adt):
             )
     finally:
         fastgemm.set_num_threads(before)
-    np.testing.assert_array_equal(outs[0][0], row_ref(x, w))
+    np.testing.assert_array_equal(outs[0][0][:, :64], row_ref(x, w[:, :64]))
     for one, two in zip(*outs):
         assert one.tobytes() == two.tobytes()
