@@ -6,6 +6,13 @@ same data, a few rounds; each median is printed in GOP/s (2 per multiply-add) wi
 fastgemm's float32 rate at the same size.
 
     python bench/int8_cpu_time.py 512 2048
+
+`decode` times one row instead, 1 x 4096 x 4096 (a decode step): u8 x s8 -> int32 through the
+matrix-vector path, the same with W stored n x k (a Linear layer's), the dequantised row with bias
+and gelu_tanh, the int8 tile on the same row (a strided C, which the matrix-vector path does not
+take: what every int8 row ran before it), and fastgemm's float32 row:
+
+    python bench/int8_cpu_time.py decode
 """
 
 from __future__ import annotations
@@ -43,6 +50,31 @@ def one_size(n: int, torch: Any, rng: np.random.Generator) -> None:
         print(f"{n}^3 {k:<20} {g:7.1f} GOP/s  {g / f32:5.2f}x fastgemm float32")
 
 
+def decode(rng: np.random.Generator, k: int = 4096, n: int = 4096) -> None:
+    x = rng.integers(0, 256, (1, k)).astype(np.uint8)
+    w = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    wt = np.ascontiguousarray(w.T)
+    scale = rng.uniform(-0.01, 0.01, n).astype(np.float32)
+    bias = rng.uniform(-1.0, 1.0, n).astype(np.float32)
+    xf, wf = rng.random((1, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
+    strided = np.empty((1, 2 * n), np.int32)[:, ::2]
+    fns = {
+        "u8s8 int32": lambda: fg.gemm(x, w),
+        "u8s8 int32, W n x k": lambda: fg.gemm(x, wt, trans_b=True),
+        "u8s8 dequant+gelu": lambda: fg.gemm(x, w, scale=scale, bias=bias, activation="gelu_tanh"),
+        "u8s8 int32 tile": lambda: fg.gemm(x, w, strided),
+        "fastgemm float32": lambda: fg.sgemm(xf, wf),
+    }
+    for f in fns.values():
+        f()
+    med = cpu_time_medians(fns, 5, 9)
+    f32 = 2 * k * n / med["fastgemm float32"] / 1e9
+    tile = med["u8s8 int32 tile"]
+    for name, v in med.items():
+        g = 2 * k * n / v / 1e9
+        print(f"1x{n}x{k} {name:<20} {g:7.1f} GOP/s  {g / f32:5.2f}x fastgemm float32  {tile / v:5.2f}x the tile")
+
+
 def main(sizes: list[int]) -> None:
     fg.set_num_threads(1)
     try:
@@ -57,4 +89,8 @@ def main(sizes: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    main([int(s) for s in sys.argv[1:]] or [512, 2048])
+    if sys.argv[1:] == ["decode"]:
+        fg.set_num_threads(1)
+        decode(np.random.default_rng(0))
+    else:
+        main([int(s) for s in sys.argv[1:]] or [512, 2048])

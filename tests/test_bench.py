@@ -327,7 +327,9 @@ def test_int8_group_beside_float32():
     cases = suite.full_suite("u8s8,s8s8")
     assert {c.group for c in cases} == {"int8", "packed"}
     int8 = [c for c in cases if c.group == "int8"]
-    assert {(c.m, c.dtype) for c in int8} == {(s, dt) for s in (512, 2048) for dt in ("u8s8", "s8s8", "float32")}
+    assert {(c.m, c.n, c.k, c.dtype) for c in int8} == {
+        (m, n, k, dt) for m, n, k in ((512,) * 3, (2048,) * 3, (1, 4096, 4096)) for dt in ("u8s8", "s8s8", "float32")
+    }
     packed = {(c.m, c.n, c.k, c.dtype, c.layout) for c in cases if c.group == "packed"}
     kn = suite.PACKED_KN
     layouts = ("contiguous", suite.PACKED_LAYOUT)

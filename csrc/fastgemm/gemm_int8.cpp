@@ -10,6 +10,7 @@
 #include "driver.hpp"
 #include "packed.hpp"
 #include "paths.hpp"
+#include "scratch.hpp"
 #include "threading.hpp"
 
 namespace fastgemm {
@@ -86,6 +87,38 @@ const KernelSet& kernels_for(const PackedInt8B& b) { return b.kernels(); }
 View<const int8_t> shape_of(View<const int8_t> b) { return b; }
 View<const int8_t> shape_of(const PackedInt8B& b) { return {nullptr, b.rows(), b.cols(), b.cols(), 1}; }
 
+// One row of C (a decode step) from an unpacked B: the matrix-vector kernels stream B once where
+// it is, where the tile would widen and pack all of it first; outputs split over threads in whole
+// cache lines (the sums are exact, so any split gives the same bits). False when the strides fit
+// neither form. See docs/DESIGN.md, "int8 products".
+template <typename A>
+bool try_gemv(const KernelSet& ks, const Int8Table<A>& t, View<const A> a, View<const int8_t> b, char* c, int64_t csc,
+              bool accumulate, const float* scale, int64_t scale_inc, const Epilogue<float>& ep) {
+    const int64_t n = b.cols, k = a.cols;
+    const int threads = threads_for(1, n, k);
+    if (n == 1) csc = 1;  // a stride along a size-1 dimension is meaningless
+    auto finish = [&](int64_t lo, int64_t hi) {
+        if (scale) gemv_epilogue(ks.f32, 1, ep, lo, hi, reinterpret_cast<float*>(c), csc);
+    };
+    if (b.cs == 1 && csc == 1) {
+        char* chunks = static_cast<char*>(thread_gemv_chunks(threads));
+        parallel_ranges(threads, n, 16, [&](int tid, int64_t lo, int64_t hi) {
+            t.gemv_rows(hi - lo, k, a.data, a.cs, b.data + lo, b.rs, c + lo * 4, accumulate,
+                        scale ? scale + lo * scale_inc : nullptr, scale_inc, chunks + tid * kGemvChunkBytes);
+            finish(lo, hi);
+        });
+    } else if (b.rs == 1 && (a.cs == 1 || k == 1)) {
+        parallel_ranges(threads, n, 16, [&](int, int64_t lo, int64_t hi) {
+            t.gemv_dots(hi - lo, k, a.data, b.data + lo * b.cs, b.cs, c + lo * csc * 4, csc, accumulate,
+                        scale ? scale + lo * scale_inc : nullptr, scale_inc);
+            finish(lo, hi);
+        });
+    } else {
+        return false;
+    }
+    return true;
+}
+
 // m, n, k >= 1.
 template <typename A, typename B>
 void run(const KernelSet& ks, View<const A> a, const B& b, char* c, int64_t rsc, int64_t csc, bool accumulate,
@@ -94,6 +127,8 @@ void run(const KernelSet& ks, View<const A> a, const B& b, char* c, int64_t rsc,
     const View<const int8_t> vb = shape_of(b);
     const int64_t m = a.rows, n = vb.cols, k = a.cols;
     const Int8Table<A>& t = pick<Int8Table<A>>(ik.u8, ik.s8);
+    if constexpr (!std::is_same_v<B, PackedInt8B>)
+        if (m == 1 && try_gemv(ks, t, a, b, c, csc, accumulate, scale, scale_inc, ep)) return;
     const Int8Product<A> product{t, a, vb, c, rsc, csc, accumulate, scale, scale_inc, ks.f32, ep, k};
     const int threads = threads_for(m, n, k);
     if constexpr (std::is_same_v<B, PackedInt8B>)

@@ -184,6 +184,17 @@ struct Int8Table {
     // Slivers [s0, s1) of a kc x nc block of B, each round_up(kc, kgroup) x NR (then its
     // corrections when b_sums), zero-padded; a sliver starts every int8_b_sliver_bytes(kc) bytes.
     void (*pack_b)(int64_t kc, int64_t nc, const int8_t* b, int64_t rsb, int64_t csb, void* bp, int64_t s0, int64_t s1);
+    // One row of C (m == 1) from an int8 matrix where it is (no packing): output j is the exact
+    // sum over p < k of x's p-th value times M's (p, j) element, finished as the tile finishes
+    // it (int32, added to y's int32 when `add`; or float32 times scale[j * scale_inc] when
+    // scale != nullptr).
+    // gemv_rows: x[p * incx], M[p * ldm + j] (M's rows contiguous), y contiguous; `chunk`: as
+    // KernelTable::gemv_rows' (kGemvChunkBytes, 64-byte aligned, the calling thread's).
+    void (*gemv_rows)(int64_t n, int64_t k, const A* x, int64_t incx, const int8_t* mat, int64_t ldm, void* y, bool add,
+                      const float* scale, int64_t scale_inc, void* chunk);
+    // gemv_dots: x[p] (contiguous), M[j * ldm + p] (a Linear layer's n x k weights), y[j * incy].
+    void (*gemv_dots)(int64_t n, int64_t k, const A* x, const int8_t* mat, int64_t ldm, void* y, int64_t incy, bool add,
+                      const float* scale, int64_t scale_inc);
 };
 
 struct Int8Kernels {

@@ -903,6 +903,26 @@ void run_int8(const fastgemm::KernelSet& ks) {
     run_int8_case<A>(ks.name, 2, 3, k_wrap, kRowMajor, kColMajor, kRowMajor, false, false, true, true);
 }
 
+// One row of C (a decode step) goes through the matrix-vector kernels: gemv_rows for B with
+// contiguous rows, gemv_dots for B with contiguous columns (a Linear layer's n x k weights), the
+// tile for the rest. Widths and depths around their steps (8 to 32 columns, 1 to 32 k values), the
+// chunk (4096 outputs) and the split between threads (16); A, B's other layouts and C in every
+// layout, plain, accumulated and scaled; the extremes past the int32 range.
+template <typename A>
+void int8_rows(const fastgemm::KernelSet& ks) {
+    int idx = 0;
+    for (int64_t n : {1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 65, 4095, 4097})
+        for (int64_t k : {1, 2, 3, 4, 5, 15, 16, 17, 33, 97})
+            for (Layout lb : {kRowMajor, kColMajor, Layout(idx % kLayouts)}) {
+                ++idx;
+                run_int8_case<A>(ks.name, 1, n, k, Layout(idx % kLayouts), lb, Layout((idx / 3) % kLayouts),
+                                 idx % 3 == 1, idx % 3 == 2, false);
+            }
+    const int64_t k_wrap = std::numeric_limits<A>::min() == 0 ? 65794 : 131072;
+    run_int8_case<A>(ks.name, 1, 19, k_wrap, kRowMajor, kRowMajor, kRowMajor, false, false, true);
+    run_int8_case<A>(ks.name, 1, 19, k_wrap, kRowMajor, kColMajor, kStepped, false, false, true);
+}
+
 // --quick, for CPUs qemu emulates (what they add is dispatch; the full driver runs natively):
 // each product family once on the kernel set, edge tiles and a partial k block included.
 void quick_cases(const fastgemm::KernelSet& ks) {
@@ -923,6 +943,8 @@ void quick_cases(const fastgemm::KernelSet& ks) {
     for (bool scaled : {false, true}) {
         run_int8_case<uint8_t>(ks.name, mr + 1, nr + 1, 9, kRowMajor, kRowMajor, kStepped, !scaled, scaled, false);
         run_int8_case<int8_t>(ks.name, mr + 1, nr + 1, 9, kRowMajor, kRowMajor, kStepped, !scaled, scaled, false);
+        run_int8_case<uint8_t>(ks.name, 1, 37, 35, kRowMajor, kRowMajor, kRowMajor, !scaled, scaled, false);
+        run_int8_case<int8_t>(ks.name, 1, 37, 35, kRowMajor, kColMajor, kStepped, !scaled, scaled, false);
     }
 }
 
@@ -949,6 +971,8 @@ void all_cases(const fastgemm::KernelSet& ks) {
     lowp_batched<fastgemm::float16_t>(ks);
     run_int8<uint8_t>(ks);
     run_int8<int8_t>(ks);
+    int8_rows<uint8_t>(ks);
+    int8_rows<int8_t>(ks);
 }
 
 }  // namespace

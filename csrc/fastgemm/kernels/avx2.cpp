@@ -6,6 +6,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <type_traits>
 
 #include "int8.hpp"
 #include "table.hpp"
@@ -170,6 +171,45 @@ struct Avx2I8 {
     static PA pa(uint8_t x) { return x; }
     static PA pa(int8_t x) { return x; }
     static PB pb(int8_t x) { return x; }
+
+    // Matrix-vector (int8_gemv.hpp), the same vpmaddwd on the matrix as stored: rows p and p + 1
+    // interleaved by bytes (column j's two values side by side), widened to int16, times the x pair.
+    static constexpr int GC = 16, GD = 16;
+    struct xq {
+        __m256i x01, x23;
+    };
+    static __m256i pair(int32_t lo, int32_t hi) {
+        return _mm256_set1_epi32(int32_t(uint32_t(lo & 0xffff) | uint32_t(hi) << 16));
+    }
+    static xq x4(int32_t x0, int32_t x1, int32_t x2, int32_t x3) { return {pair(x0, x1), pair(x2, x3)}; }
+    static __m128i load16(const int8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+    static void rows4(uint32_t* t, const int8_t* r0, const int8_t* r1, const int8_t* r2, const int8_t* r3,
+                      const xq& x) {
+        const __m128i a0 = load16(r0), a1 = load16(r1), a2 = load16(r2), a3 = load16(r3);
+        auto* tv = reinterpret_cast<__m256i*>(t);
+        const __m256i lo = _mm256_add_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a0, a1)), x.x01),
+                                            _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a2, a3)), x.x23));
+        const __m256i hi = _mm256_add_epi32(_mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a0, a1)), x.x01),
+                                            _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a2, a3)), x.x23));
+        _mm256_storeu_si256(tv, _mm256_add_epi32(_mm256_loadu_si256(tv), lo));
+        _mm256_storeu_si256(tv + 1, _mm256_add_epi32(_mm256_loadu_si256(tv + 1), hi));
+    }
+    using dreg = __m256i;
+    static dreg dzero() { return _mm256_setzero_si256(); }
+    template <typename A>
+    static __m256i widen_x(const A* p) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+        if constexpr (std::is_same_v<A, uint8_t>) return _mm256_cvtepu8_epi16(v);
+        else return _mm256_cvtepi8_epi16(v);
+    }
+    static dreg dot_row(dreg acc, const int8_t* row, __m256i xw) {
+        return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_cvtepi8_epi16(load16(row)), xw));
+    }
+    static uint32_t hsum(dreg acc) {
+        const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+        const __m128i s2 = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+        return uint32_t(_mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, _MM_SHUFFLE(2, 3, 0, 1)))));
+    }
 };
 
 }  // namespace

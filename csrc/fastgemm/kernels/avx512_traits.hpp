@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace fastgemm {
 namespace {
@@ -140,6 +141,48 @@ struct Avx512I32 {
     static reg maskz_loadu(__mmask16 m, const void* p) { return _mm512_maskz_loadu_epi32(m, p); }
     static void mask_storeu(void* p, __mmask16 m, reg r) { _mm512_mask_storeu_epi32(p, m, r); }
     static __m512 to_float(reg r) { return _mm512_cvtepi32_ps(r); }
+
+    // Matrix-vector (int8_gemv.hpp), for the vpmaddwd and the VNNI tiles alike: vpmaddwd on the
+    // matrix as stored (memory-bound: vpdpbusd would need a 4-row byte transpose, and int8 x a
+    // +128 correction). Rows p and p + 1 interleaved by bytes, 32 columns a step: the 64-bit
+    // quarters reordered (0, 2, 1, 3) so the in-lane unpacks give columns 0-15 and 16-31 in order.
+    static constexpr int GC = 32, GD = 32;
+    struct xq {
+        __m512i x01, x23;
+    };
+    static __m512i pair(int32_t lo, int32_t hi) {
+        return _mm512_set1_epi32(int32_t(uint32_t(lo & 0xffff) | uint32_t(hi) << 16));
+    }
+    static xq x4(int32_t x0, int32_t x1, int32_t x2, int32_t x3) { return {pair(x0, x1), pair(x2, x3)}; }
+    static __m256i load32(const int8_t* p) {
+        return _mm256_permute4x64_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+                                        _MM_SHUFFLE(3, 1, 2, 0));
+    }
+    static void rows4(uint32_t* t, const int8_t* r0, const int8_t* r1, const int8_t* r2, const int8_t* r3,
+                      const xq& x) {
+        const __m256i a0 = load32(r0), a1 = load32(r1), a2 = load32(r2), a3 = load32(r3);
+        const __m512i lo =
+            _mm512_add_epi32(_mm512_madd_epi16(_mm512_cvtepi8_epi16(_mm256_unpacklo_epi8(a0, a1)), x.x01),
+                             _mm512_madd_epi16(_mm512_cvtepi8_epi16(_mm256_unpacklo_epi8(a2, a3)), x.x23));
+        const __m512i hi =
+            _mm512_add_epi32(_mm512_madd_epi16(_mm512_cvtepi8_epi16(_mm256_unpackhi_epi8(a0, a1)), x.x01),
+                             _mm512_madd_epi16(_mm512_cvtepi8_epi16(_mm256_unpackhi_epi8(a2, a3)), x.x23));
+        _mm512_storeu_si512(t, _mm512_add_epi32(_mm512_loadu_si512(t), lo));
+        _mm512_storeu_si512(t + 16, _mm512_add_epi32(_mm512_loadu_si512(t + 16), hi));
+    }
+    using dreg = __m512i;
+    static dreg dzero() { return _mm512_setzero_si512(); }
+    template <typename A>
+    static __m512i widen_x(const A* p) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+        if constexpr (std::is_same_v<A, uint8_t>) return _mm512_cvtepu8_epi16(v);
+        else return _mm512_cvtepi8_epi16(v);
+    }
+    static dreg dot_row(dreg acc, const int8_t* row, __m512i xw) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row));
+        return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_cvtepi8_epi16(v), xw));
+    }
+    static uint32_t hsum(dreg acc) { return uint32_t(_mm512_reduce_add_epi32(acc)); }
 };
 
 }  // namespace

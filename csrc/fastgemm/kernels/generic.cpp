@@ -97,6 +97,27 @@ struct ScalarI8 {
     static PA pa(uint8_t x) { return x; }
     static PA pa(int8_t x) { return x; }
     static PB pb(int8_t x) { return x; }
+
+    // Matrix-vector (int8_gemv.hpp): int32 products summed in uint32, 8 columns a step.
+    static constexpr int GC = 8, GD = 1;
+    struct xq {
+        int32_t v[4];
+    };
+    static xq x4(int32_t x0, int32_t x1, int32_t x2, int32_t x3) { return {{x0, x1, x2, x3}}; }
+    static void rows4(uint32_t* t, const int8_t* r0, const int8_t* r1, const int8_t* r2, const int8_t* r3,
+                      const xq& x) {
+        for (int j = 0; j < GC; ++j)
+            t[j] += uint32_t(x.v[0] * r0[j]) + uint32_t(x.v[1] * r1[j]) + uint32_t(x.v[2] * r2[j]) +
+                    uint32_t(x.v[3] * r3[j]);
+    }
+    using dreg = uint32_t;
+    static dreg dzero() { return 0; }
+    template <typename A>
+    static int32_t widen_x(const A* p) {
+        return *p;
+    }
+    static dreg dot_row(dreg acc, const int8_t* row, int32_t xw) { return acc + uint32_t(xw * *row); }
+    static uint32_t hsum(dreg acc) { return acc; }
 };
 
 }  // namespace

@@ -12,13 +12,14 @@
 // load_b(p) (W columns x KG packed values at p), dot(acc, a, b) (acc + the KG-deep products, exact,
 // wrapping mod 2^32), add(x, y), loadu / storeu / maskz_loadu / mask_storeu of int32 at void*,
 // to_float(r) (int32 -> float32, to nearest), pa(uint8_t), pa(int8_t), pb(int8_t) (one element
-// packed). See docs/DESIGN.md, "int8 products".
+// packed), and the matrix-vector members int8_gemv.hpp lists. See docs/DESIGN.md, "int8 products".
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
 #include "../kernel.hpp"
+#include "int8_gemv.hpp"
 
 namespace fastgemm {
 namespace kernels {
@@ -181,7 +182,9 @@ constexpr Int8Table<A> int8_table(std::integer_sequence<int, M...>) {
             fix,
             {Int8TileRow{}, int8_tile_row<I, M + 1, fix, MR, NV * I::W>(std::make_integer_sequence<int, NV>{})...},
             &pack_a_i8<I, A, MR>,
-            &pack_b_i8<I, NV * I::W, fix>};
+            &pack_b_i8<I, NV * I::W, fix>,
+            &gemv_rows_i8<I, A>,
+            &gemv_dots_i8<I, A>};
 }
 
 // The Int8Kernels of a kernel file: an MR x (NV vectors) int32 tile over traits I.

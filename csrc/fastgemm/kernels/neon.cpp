@@ -8,6 +8,8 @@
 // take the plain ld1/st1 path.
 #include <arm_neon.h>
 
+#include <type_traits>
+
 #include "int8.hpp"
 #include "table.hpp"
 
@@ -146,6 +148,58 @@ struct NeonI8 {
     static PA pa(uint8_t x) { return x; }
     static PA pa(int8_t x) { return x; }
     static PB pb(int8_t x) { return x; }
+
+    // Matrix-vector (int8_gemv.hpp): 16 bytes of a row widened to int16 (sxtl), then smlal by the
+    // row's x value (an int16: uint8 and int8 both fit), 16 columns a step.
+    static constexpr int GC = 16, GD = 16;
+    struct xq {
+        int16_t v[4];
+    };
+    static xq x4(int32_t x0, int32_t x1, int32_t x2, int32_t x3) {
+        return {{int16_t(x0), int16_t(x1), int16_t(x2), int16_t(x3)}};
+    }
+    static void rows4(uint32_t* t, const int8_t* r0, const int8_t* r1, const int8_t* r2, const int8_t* r3,
+                      const xq& x) {
+        int32_t* ts = reinterpret_cast<int32_t*>(t);
+        int32x4_t acc[4] = {vld1q_s32(ts), vld1q_s32(ts + 4), vld1q_s32(ts + 8), vld1q_s32(ts + 12)};
+        const int8_t* r[4] = {r0, r1, r2, r3};
+        for (int q = 0; q < 4; ++q) {
+            const int8x16_t b = vld1q_s8(r[q]);
+            const int16x8_t lo = vmovl_s8(vget_low_s8(b)), hi = vmovl_high_s8(b);
+            acc[0] = vmlal_n_s16(acc[0], vget_low_s16(lo), x.v[q]);
+            acc[1] = vmlal_high_n_s16(acc[1], lo, x.v[q]);
+            acc[2] = vmlal_n_s16(acc[2], vget_low_s16(hi), x.v[q]);
+            acc[3] = vmlal_high_n_s16(acc[3], hi, x.v[q]);
+        }
+        for (int v = 0; v < 4; ++v) vst1q_s32(ts + 4 * v, acc[v]);
+    }
+    struct dreg {
+        int32x4_t lo, hi;
+    };
+    struct xw16 {
+        int16x8_t lo, hi;
+    };
+    static dreg dzero() { return {vdupq_n_s32(0), vdupq_n_s32(0)}; }
+    template <typename A>
+    static xw16 widen_x(const A* p) {
+        if constexpr (std::is_same_v<A, uint8_t>) {
+            const uint8x16_t v = vld1q_u8(p);
+            return {vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(v))), vreinterpretq_s16_u16(vmovl_high_u8(v))};
+        } else {
+            const int8x16_t v = vld1q_s8(p);
+            return {vmovl_s8(vget_low_s8(v)), vmovl_high_s8(v)};
+        }
+    }
+    static dreg dot_row(dreg acc, const int8_t* row, const xw16& x) {
+        const int8x16_t b = vld1q_s8(row);
+        const int16x8_t lo = vmovl_s8(vget_low_s8(b)), hi = vmovl_high_s8(b);
+        acc.lo = vmlal_s16(acc.lo, vget_low_s16(lo), vget_low_s16(x.lo));
+        acc.hi = vmlal_high_s16(acc.hi, lo, x.lo);
+        acc.lo = vmlal_s16(acc.lo, vget_low_s16(hi), vget_low_s16(x.hi));
+        acc.hi = vmlal_high_s16(acc.hi, hi, x.hi);
+        return acc;
+    }
+    static uint32_t hsum(dreg acc) { return uint32_t(vaddvq_s32(vaddq_s32(acc.lo, acc.hi))); }
 };
 
 }  // namespace

@@ -19,6 +19,8 @@ LOWP_DTYPES = ("bfloat16", "float16")
 # B's types (u8s8: uint8 A, int8 B); rates are GOP/s, 2 operations per multiply-add.
 INT8_DTYPES = ("u8s8", "s8s8")
 INT8_SIZES = (512, 2048)
+# A decode step, x @ W with one row (the int8 matrix-vector path), beside float32 (m, n, k).
+INT8_DECODE = (1, 4096, 4096)
 
 
 def np_dtype(name):
@@ -135,6 +137,7 @@ def full_suite(dtype_choice=None):
     int8 = [dt for dt in _both(dtype_choice, ()) if dt in INT8_DTYPES]
     if int8:
         cases += [Case("int8", s, s, s, dt) for s in INT8_SIZES for dt in (*int8, "float32")]
+        cases += [Case("int8", *INT8_DECODE, dt) for dt in (*int8, "float32")]
         # Pre-packed int8 weights beside the same product unpacked.
         cases += packed_suite(int8)
     both = tuple(dt for dt in _both(dtype_choice, DTYPES) if dt not in INT8_DTYPES)

@@ -1,0 +1,123 @@
+"""int8 products with one row (a decode step, x @ W): the matrix-vector kernels on every kernel this
+machine runs, exact against an int64 NumPy reference, for W row-major (k x n) and W stored n x k
+as a Linear layer does (trans_b=True), shapes around the kernels' vector widths and the chunk,
+the int32 extremes over long K, and the dequantised float32 row (scale, bias, activation)
+bitwise equal to the same row computed by the int8 tile.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastgemm
+from test_int8 import A_TYPES, dequantised, rand, reference
+
+# Columns per matrix-vector step: 16 (avx2, neon), 32 (avx512), 8 (generic); the partial-sum
+# chunk: 4096 int32 (kGemvChunkBytes); 16: the outputs' split between threads.
+WIDTHS = (1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 97, 4095, 4096, 4097)
+DEPTHS = (1, 2, 3, 4, 5, 7, 15, 16, 17, 31, 32, 33, 131, 509)
+
+
+def row_ref(x, w):
+    return reference(x[None, :], w)
+
+
+@pytest.mark.parametrize("adt", A_TYPES)
+def test_exact_rows_and_dots(kernel, adt):
+    for n in WIDTHS:
+        for k in DEPTHS if n < 100 else (3, 33, 131):
+            x, w = rand(k, adt), rand((k, n), np.int8)
+            want = row_ref(x, w)
+            got = fastgemm.gemm(x[None, :], w)
+            assert got.dtype == np.int32
+            np.testing.assert_array_equal(got, want, err_msg=f"{kernel} {adt.__name__} rows n={n} k={k}")
+            wt = np.ascontiguousarray(w.T)  # a Linear layer's n x k weights
+            got_t = fastgemm.gemm(x[None, :], wt, trans_b=True)
+            np.testing.assert_array_equal(got_t, want, err_msg=f"{kernel} {adt.__name__} dots n={n} k={k}")
+
+
+@pytest.mark.parametrize("adt", A_TYPES)
+def test_strides_and_given_c(kernel, adt):
+    k, n = 67, 45
+    big_x, big_w = rand((3, 3 * k), adt), rand((2 * k, 3 * n), np.int8)
+    x = big_x[1, ::3]  # strided x
+    w = big_w[::2, 5 : 5 + n]  # rows of W ldm apart
+    want = row_ref(x, w)
+    np.testing.assert_array_equal(fastgemm.gemm(x[None, :], w), want)
+    np.testing.assert_array_equal(fastgemm.gemm(x[None, :], w[:, ::-1]), want[:, ::-1])  # the tile: no form fits
+    np.testing.assert_array_equal(fastgemm.gemm(x[None, :], big_w[::2, ::3][:, :n]), row_ref(x, big_w[::2, ::3][:, :n]))
+    # strided C (the dots form writes it in place), and beta=1 accumulation into it
+    wt = np.ascontiguousarray(w.T)
+    c = np.zeros((1, 2 * n), np.int32)[:, ::2]
+    fastgemm.gemm(np.ascontiguousarray(x)[None, :], wt, c, trans_b=True)
+    np.testing.assert_array_equal(c, want)
+    c0 = rand((1, n), np.int32)
+    c = c0.copy()
+    fastgemm.gemm(x[None, :], w, c, beta=1.0)
+    np.testing.assert_array_equal(c, ((c0.astype(np.int64) + want + 2**31) % 2**32 - 2**31).astype(np.int32))
+    # a transposed view of a column vector as x
+    xc = np.ascontiguousarray(x[:, None])
+    np.testing.assert_array_equal(fastgemm.gemm(xc, w, trans_a=True), want)
+
+
+def test_extremes_over_long_k(kernel):
+    """255 x -128 and -128 x -128 over the longest exact K and past it (wrapping), both forms."""
+    for adt, xv, wv, k in ((np.uint8, 255, -128, 65793), (np.uint8, 255, -128, 65794), (np.int8, -128, -128, 131072)):
+        x = np.full(k, xv, adt)
+        w = np.full((k, 19), wv, np.int8)
+        w[-1, 3] = 0
+        want = row_ref(x, w)
+        np.testing.assert_array_equal(fastgemm.gemm(x[None, :], w), want, err_msg=f"{kernel} {xv}x{wv} K={k}")
+        wt = np.ascontiguousarray(w.T)
+        np.testing.assert_array_equal(fastgemm.gemm(x[None, :], wt, trans_b=True), want)
+        if k == 65793:
+            assert int(want[0, 0]) == k * xv * wv
+
+
+@pytest.mark.parametrize("adt", A_TYPES)
+def test_dequantised_row_is_the_tile_row(kernel, adt):
+    """scale / bias / activation on one row: the bits the tile gives the same row of a 2-row product."""
+    for n, k in ((37, 70), (4097, 33), (130, 1031)):
+        x, w = rand(k, adt), rand((k, n), np.int8)
+        wt = np.ascontiguousarray(w.T)
+        two = np.vstack([x, rand(k, adt)])  # m = 2: the tile path
+        s = RNG_SCALE.uniform(-0.002, 0.002, size=n).astype(np.float32)
+        bias = RNG_SCALE.uniform(-2.0, 2.0, size=n).astype(np.float32)
+        np.testing.assert_array_equal(fastgemm.gemm(x[None, :], w, scale=s), dequantised(x[None, :], w, s))
+        np.testing.assert_array_equal(fastgemm.gemm(x[None, :], w, scale=0.5), dequantised(x[None, :], w, 0.5))
+        for act in (None, "relu", "gelu_tanh", "silu"):
+            for scale in (s, 0.003):
+                tile = fastgemm.gemm(two, w, scale=scale, bias=bias, activation=act)[:1]
+                assert fastgemm.gemm(x[None, :], w, scale=scale, bias=bias, activation=act).tobytes() == tile.tobytes()
+                got_t = fastgemm.gemm(x[None, :], wt, trans_b=True, scale=scale, bias=bias, activation=act)
+                assert got_t.tobytes() == tile.tobytes(), f"{kernel} dots n={n} k={k} {act}"
+
+
+RNG_SCALE = np.random.default_rng(1212)
+
+
+@pytest.mark.parametrize("adt", A_TYPES)
+def test_threads_bitwise(kernel, adt):
+    # Past 2^25 multiply-adds, so a busy machine does not keep it on one thread (threading.cpp).
+    k, n = 8200, 4100
+    x, w = rand(k, adt), rand((k, n), np.int8)
+    wt = np.ascontiguousarray(w.T)
+    s = RNG_SCALE.uniform(-1, 1, size=n).astype(np.float32)
+    before = fastgemm.get_num_threads()
+    outs = []
+    try:
+        for threads in (1, 2):
+            fastgemm.set_num_threads(threads)
+            outs.append(
+                [
+                    fastgemm.gemm(x[None, :], w),
+                    fastgemm.gemm(x[None, :], wt, trans_b=True),
+                    fastgemm.gemm(x[None, :], w, scale=s, bias=s, activation="gelu"),
+                ]
+            )
+    finally:
+        fastgemm.set_num_threads(before)
+    np.testing.assert_array_equal(outs[0][0][:, :64], row_ref(x, w[:, :64]))
+    for one, two in zip(*outs):
+        assert one.tobytes() == two.tobytes()
