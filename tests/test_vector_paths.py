@@ -38,6 +38,10 @@ SMALL_SHAPES = [
     (64, 64, 64),
     (63, 65, 64),
     (40, 31, 200),
+    (5, 5, 1000),
+    (7, 3000, 7),
+    (9, 9, 300),
+    (16, 16, 4096),
 ]
 FEW_ROW_SHAPES = [
     (2, 700, 33),
@@ -81,9 +85,12 @@ def test_matrix_vector(kernel, dtype, shape, trans_a, trans_b, beta):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", SMALL_SHAPES)
 @pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("trans_b", [False, True])
 @pytest.mark.parametrize("beta", [0.0, 0.5])
-def test_small_products(kernel, dtype, shape, trans_a, beta):
-    _check(kernel, dtype, shape, trans_a, False, beta)
+def test_small_products(kernel, dtype, shape, trans_a, trans_b, beta):
+    # trans_b: B's columns contiguous, copied row-major for the small kernels; trans_a: A read by
+    # columns, or the packed path once its columns are long and A large.
+    _check(kernel, dtype, shape, trans_a, trans_b, beta)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

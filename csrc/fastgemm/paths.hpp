@@ -64,8 +64,12 @@ using SmallProduct = Oriented<T, T>;
 // docs/DESIGN.md, "Small products".
 bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t elem_bytes);
 
+// Whether the small kernels read an m x k A with column stride csa well: rows contiguous, k
+// lines within half of L1, or A within a quarter of L2.
+bool small_reads_a(int64_t m, int64_t k, int64_t csa, int64_t elem_bytes);
+
 // Whether KernelTable::small takes this product (m, n, k >= 1) on kernel set ks, and how:
-// small_shape, with C's and B's rows contiguous once oriented.
+// small_shape, with C's and B's rows contiguous once oriented and small_reads_a.
 template <typename T>
 bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, SmallProduct<T>& out);
 

@@ -73,6 +73,26 @@ void pack_a(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, int64_t
     }
 }
 
+// W k steps of a full NR-column sliver of B stored by columns at a time, through W x W register
+// transposes of W columns each; returns the k steps done (the rest is the caller's).
+template <typename V, int NR>
+int64_t pack_b_columns(int64_t kc, const typename V::T* b0, int64_t csb, typename V::T* dst) {
+    constexpr int W = V::W;
+    static_assert(NR % W == 0, "a sliver is whole vectors");
+    int64_t p = 0;
+    for (; p + W <= kc; p += W)
+#pragma GCC unroll 4
+        for (int g = 0; g < NR / W; ++g) {
+            typename V::reg r[W];
+#pragma GCC unroll 16
+            for (int i = 0; i < W; ++i) r[i] = V::loadu(b0 + (g * W + i) * csb + p);
+            V::transpose(r);
+#pragma GCC unroll 16
+            for (int c = 0; c < W; ++c) V::storeu(dst + (p + c) * NR + g * W, r[c]);
+        }
+    return p;
+}
+
 template <typename V, int NR>
 void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t csb, typename V::T* bp, int64_t s0,
             int64_t s1) {
@@ -108,9 +128,11 @@ void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t
             }
         } else if (cols == NR && rsb == 1) {
             // B transposed: each column is contiguous along k.
+            int64_t p0 = 0;
+            if constexpr (has_transpose<V>) p0 = pack_b_columns<V, NR>(kc, b0, csb, dst);
             for (int j = 0; j < NR; ++j) {
                 const T* bc = b0 + j * csb;
-                for (int64_t p = 0; p < kc; ++p) dst[p * NR + j] = bc[p];
+                for (int64_t p = p0; p < kc; ++p) dst[p * NR + j] = bc[p];
             }
         } else {
             for (int64_t p = 0; p < kc; ++p)
