@@ -121,3 +121,47 @@ def test_threads_bitwise(kernel, adt):
     np.testing.assert_array_equal(outs[0][0][:, :64], row_ref(x, w[:, :64]))
     for one, two in zip(*outs):
         assert one.tobytes() == two.tobytes()
+
+
+def test_int8_column_exact_and_dequantised(kernel):
+    """W @ x with int8 W (m x k, rows contiguous) and an int8 column x: the one-row dots kernel
+    with the roles swapped, exact, and its dequantised column the tile's bits (2 columns)."""
+    for m in WIDTHS[:-3] + (4097,):
+        for k in (1, 3, 16, 17, 33, 509) if m < 100 else (3, 131):
+            w, x = rand((m, k), np.int8), rand((k, 1), np.int8)
+            want = reference(w, x)
+            np.testing.assert_array_equal(fastgemm.gemm(w, x), want, err_msg=f"{kernel} column m={m} k={k}")
+            np.testing.assert_array_equal(fastgemm.gemm(w, np.ascontiguousarray(x.T), trans_b=True), want)
+    m, k = 301, 77
+    w, x = rand((m, k), np.int8), rand((k, 1), np.int8)
+    two = np.hstack([x, rand((k, 1), np.int8)])  # n = 2: the tile path
+    bias = RNG_SCALE.uniform(-2.0, 2.0, size=1).astype(np.float32)
+    for act in (None, "relu", "gelu_tanh"):
+        for scale in (np.float32(0.003), np.array([0.002], np.float32)):
+            tile = fastgemm.gemm(w, two, scale=np.full(2, scale, np.float32), bias=np.repeat(bias, 2), activation=act)
+            got = fastgemm.gemm(w, x, scale=scale, bias=bias, activation=act)
+            assert got.tobytes() == np.ascontiguousarray(tile[:, :1]).tobytes(), f"{kernel} column {act}"
+    # strided C and beta=1 accumulation; a uint8 A (no swap: the tile) still exact
+    c0 = rand((m, 2), np.int32)
+    c = c0.copy()
+    fastgemm.gemm(w, x, c[:, :1], beta=1.0)
+    np.testing.assert_array_equal(c[:, :1], ((c0[:, :1].astype(np.int64) + reference(w, x) + 2**31) % 2**32 - 2**31))
+    np.testing.assert_array_equal(c[:, 1:], c0[:, 1:])
+    wu = rand((m, k), np.uint8)
+    np.testing.assert_array_equal(fastgemm.gemm(wu, x), reference(wu, x))
+
+
+def test_int8_column_extremes_and_threads(kernel):
+    k = 131072
+    w, x = np.full((40, k), -128, np.int8), np.full((k, 1), -128, np.int8)
+    np.testing.assert_array_equal(fastgemm.gemm(w, x), reference(w, x))
+    w, x = rand((8200, 4100), np.int8), rand((4100, 1), np.int8)
+    before = fastgemm.get_num_threads()
+    try:
+        outs = []
+        for threads in (1, 2):
+            fastgemm.set_num_threads(threads)
+            outs.append(fastgemm.gemm(w, x, scale=0.01, bias=np.ones(1, np.float32), activation="silu").tobytes())
+    finally:
+        fastgemm.set_num_threads(before)
+    assert outs[0] == outs[1]

@@ -119,6 +119,23 @@ bool try_gemv(const KernelSet& ks, const Int8Table<A>& t, View<const A> a, View<
     return true;
 }
 
+// One column of C from int8 A and B (A @ x, a Linear layer's int8 weights times an int8
+// vector): exact integer sums commute, so y[i] = dot(b[:, 0], a[i, :]) runs on the one-row dots
+// kernel with the column as its x and A's rows as its matrix. A uint8 A has no such swap (the
+// kernels' matrix is int8) and takes the tile. False when the strides do not fit.
+bool try_gemv_column(const KernelSet& ks, const Int8Table<int8_t>& t, View<const int8_t> a, View<const int8_t> b,
+                     char* c, int64_t rsc, bool accumulate, const float* scale, const Epilogue<float>& ep) {
+    const int64_t m = a.rows, k = a.cols;
+    if (!(b.rs == 1 || k == 1) || !(a.cs == 1 || k == 1)) return false;
+    const int threads = threads_for(m, 1, k);
+    parallel_ranges(threads, m, 16, [&](int, int64_t lo, int64_t hi) {
+        // scale_inc 0: C's one column takes scale[0] on every row, as its bias takes bias[0].
+        t.gemv_dots(hi - lo, k, b.data, a.data + lo * a.rs, a.rs, c + lo * rsc * 4, rsc, accumulate, scale, 0);
+        if (scale) gemv_epilogue(ks.f32, m, ep, lo, hi, reinterpret_cast<float*>(c), rsc);
+    });
+    return true;
+}
+
 // m, n, k >= 1.
 template <typename A, typename B>
 void run(const KernelSet& ks, View<const A> a, const B& b, char* c, int64_t rsc, int64_t csc, bool accumulate,
@@ -129,6 +146,8 @@ void run(const KernelSet& ks, View<const A> a, const B& b, char* c, int64_t rsc,
     const Int8Table<A>& t = pick<Int8Table<A>>(ik.u8, ik.s8);
     if constexpr (!std::is_same_v<B, PackedInt8B>)
         if (m == 1 && try_gemv(ks, t, a, b, c, csc, accumulate, scale, scale_inc, ep)) return;
+    if constexpr (!std::is_same_v<B, PackedInt8B> && std::is_same_v<A, int8_t>)
+        if (m > 1 && n == 1 && try_gemv_column(ks, t, a, b, c, rsc, accumulate, scale, ep)) return;
     const Int8Product<A> product{t, a, vb, c, rsc, csc, accumulate, scale, scale_inc, ks.f32, ep, k};
     const int threads = threads_for(m, n, k);
     if constexpr (std::is_same_v<B, PackedInt8B>)
