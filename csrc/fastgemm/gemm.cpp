@@ -61,19 +61,34 @@ void small_epilogue(const KernelTable<T>& uk, const SmallProduct<T>& sp, View<T>
     else apply_epilogue(uk, View<T>{sp.c.data + lo * sp.c.rs, hi - lo, sp.c.cols, sp.c.rs, 1}, ep);
 }
 
-// A small product but for B's rows (a transposed or strided B, as oriented in sp): B copied
-// row-major into the thread's scratch for the small kernels, which cost less than packing both
-// operands for the blocked path (5 x 1000 x 5 with B by columns ran at half NumPy's speed).
+// The small kernels read A's rows four at a time along k. An A stored by columns gives each group
+// of four rows one line per k step, which the next groups reuse from L1 while those k lines fit
+// there, and from L2 while all of A does: past both every group reads A from memory (16 x 4096 x
+// 16 float64 ran at half NumPy's speed); the packed path reads such an A once.
+bool small_reads_a(int64_t m, int64_t k, int64_t csa, int64_t elem_bytes) {
+    return csa == 1 || k * 64 <= int64_t(caches().l1d.size) / 2 ||
+           double(m) * double(k) * double(elem_bytes) <= double(caches().l2.size) / 4;
+}
+
+// A small product but perhaps for B's rows: C's rows contiguous once oriented, small_shape, and
+// small_reads_a.
 template <typename T>
-bool small_with_b_copied(const KernelSet& ks, SmallProduct<T>& sp) {
+bool small_shaped(const KernelSet& ks, const SmallProduct<T>& sp) {
+    return sp.c.cs == 1 && small_shape(ks, sp.c.rows, sp.c.cols, sp.a.cols, sizeof(T)) &&
+           small_reads_a(sp.a.rows, sp.a.cols, sp.a.cs, sizeof(T));
+}
+
+// A small product whose B rows are not contiguous (a transposed or strided B, as oriented in
+// sp): B copied row-major into the thread's scratch for the small kernels, which cost less than
+// packing both operands for the blocked path (5 x 1000 x 5 with B by columns ran at half NumPy's
+// speed). False, nothing copied, when the blocked path is the better one.
+template <typename T>
+bool copy_b_for_small(SmallProduct<T>& sp) {
     const int64_t k = sp.b.rows, n = sp.b.cols;
     // A B past a quarter of L2 is read by the small kernels from L2 once per four rows: unless
     // there are only one or two such groups, the blocked path's tile reuses it more (16 x 4096 x
     // 16 float32: 0.55x NumPy copied, 0.66x packed).
-    const bool fits = sp.c.rows <= 8 || double(n) * double(k) * double(sizeof(T)) <= double(caches().l2.size) / 4;
-    if (sp.c.cs != 1 || sp.b.cs == 1 || !fits || !small_shape(ks, sp.c.rows, n, k, sizeof(T)) ||
-        !small_reads_a(sp.a.rows, k, sp.a.cs, sizeof(T)))
-        return false;
+    if (sp.c.rows > 8 && double(n) * double(k) * double(sizeof(T)) > double(caches().l2.size) / 4) return false;
     T* copy = static_cast<T*>(thread_scratch(size_t(k * n) * sizeof(T)));
     for (int64_t p = 0; p < k; ++p)  // B's lines stay in L1 while p steps through them
         for (int64_t j = 0; j < n; ++j) copy[p * n + j] = sp.b.data[p * sp.b.rs + j * sp.b.cs];
@@ -90,8 +105,8 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     const KernelTable<T>& main = main_table<T>(ks);
     auto finish = [&](int64_t lo, int64_t hi, T* y, int64_t incy) { gemv_epilogue(main, m, ep, lo, hi, y, incy); };
     if ((m == 1 || n == 1) && try_gemv(main, alpha, a, b, beta, c, finish)) return;
-    SmallProduct<T> sp;
-    if (small_product(ks, a, b, c, sp) || small_with_b_copied(ks, sp)) {
+    SmallProduct<T> sp = orient(a, b, c);
+    if (small_shaped(ks, sp) && (sp.b.cs == 1 || copy_b_for_small(sp))) {
         if (!ep.active()) {
             run_small(main, threads_for(m, n, k), alpha, sp, beta);
             return;
@@ -141,20 +156,10 @@ bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t e
            double(n) * double(k) * double(elem_bytes) <= double(caches().l2.size);
 }
 
-// The small kernels read A's rows four at a time along k. An A stored by columns gives each group
-// of four rows one line per k step, which the next groups reuse from L1 while those k lines fit
-// there, and from L2 while all of A does: past both every group reads A from memory (16 x 4096 x
-// 16 float64 ran at half NumPy's speed); the packed path reads such an A once.
-bool small_reads_a(int64_t m, int64_t k, int64_t csa, int64_t elem_bytes) {
-    return csa == 1 || k * 64 <= int64_t(caches().l1d.size) / 2 ||
-           double(m) * double(k) * double(elem_bytes) <= double(caches().l2.size) / 4;
-}
-
 template <typename T>
 bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, SmallProduct<T>& out) {
     out = orient(a, b, c);
-    return out.c.cs == 1 && out.b.cs == 1 && small_shape(ks, out.c.rows, out.c.cols, out.a.cols, sizeof(T)) &&
-           small_reads_a(out.a.rows, out.a.cols, out.a.cs, sizeof(T));
+    return out.b.cs == 1 && small_shaped(ks, out);
 }
 
 template bool small_product<float>(const KernelSet&, View<const float>, View<const float>, View<float>,

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 
 #include "blocking.hpp"
 #include "cpu.hpp"
@@ -87,51 +88,38 @@ const KernelSet& kernels_for(const PackedInt8B& b) { return b.kernels(); }
 View<const int8_t> shape_of(View<const int8_t> b) { return b; }
 View<const int8_t> shape_of(const PackedInt8B& b) { return {nullptr, b.rows(), b.cols(), b.cols(), 1}; }
 
-// One row of C (a decode step) from an unpacked B: the matrix-vector kernels stream B once where
-// it is, where the tile would widen and pack all of it first; outputs split over threads in whole
-// cache lines (the sums are exact, so any split gives the same bits). False when the strides fit
-// neither form. See docs/DESIGN.md, "int8 products".
+// One row of C (a decode step) or one column from an unpacked B: the matrix-vector kernels
+// stream the matrix once where it is, where the tile would widen and pack all of it first; the
+// form is the float products' (gemv_form). The kernels' matrix is int8 and their x is A's type,
+// so a row of C takes either form, and a column only the dots form with an int8 A: exact
+// integer sums commute, so y[i] = dot(b[:, 0], a[i, :]) runs with the column as x and A's rows
+// as the matrix (scale index 0 and bias[0] on every output, as C's one column takes them).
+// Outputs split over threads in whole cache lines (the sums are exact, so any split gives the
+// same bits). False for the tile. See docs/DESIGN.md, "int8 products".
 template <typename A>
-bool try_gemv(const KernelSet& ks, const Int8Table<A>& t, View<const A> a, View<const int8_t> b, char* c, int64_t csc,
-              bool accumulate, const float* scale, int64_t scale_inc, const Epilogue<float>& ep) {
-    const int64_t n = b.cols, k = a.cols;
-    const int threads = threads_for(1, n, k);
-    if (n == 1) csc = 1;  // a stride along a size-1 dimension is meaningless
-    auto finish = [&](int64_t lo, int64_t hi) {
-        if (scale) gemv_epilogue(ks.f32, 1, ep, lo, hi, reinterpret_cast<float*>(c), csc);
-    };
-    if (b.cs == 1 && csc == 1) {
-        char* chunks = static_cast<char*>(thread_gemv_chunks(threads));
-        parallel_ranges(threads, n, 16, [&](int tid, int64_t lo, int64_t hi) {
-            t.gemv_rows(hi - lo, k, a.data, a.cs, b.data + lo, b.rs, c + lo * 4, accumulate,
-                        scale ? scale + lo * scale_inc : nullptr, scale_inc, chunks + tid * kGemvChunkBytes);
-            finish(lo, hi);
-        });
-    } else if (b.rs == 1 && (a.cs == 1 || k == 1)) {
-        parallel_ranges(threads, n, 16, [&](int, int64_t lo, int64_t hi) {
-            t.gemv_dots(hi - lo, k, a.data, b.data + lo * b.cs, b.cs, c + lo * csc * 4, csc, accumulate,
-                        scale ? scale + lo * scale_inc : nullptr, scale_inc);
-            finish(lo, hi);
-        });
-    } else {
-        return false;
-    }
-    return true;
-}
-
-// One column of C from int8 A and B (A @ x, a Linear layer's int8 weights times an int8
-// vector): exact integer sums commute, so y[i] = dot(b[:, 0], a[i, :]) runs on the one-row dots
-// kernel with the column as its x and A's rows as its matrix. A uint8 A has no such swap (the
-// kernels' matrix is int8) and takes the tile. False when the strides do not fit.
-bool try_gemv_column(const KernelSet& ks, const Int8Table<int8_t>& t, View<const int8_t> a, View<const int8_t> b,
-                     char* c, int64_t rsc, bool accumulate, const float* scale, const Epilogue<float>& ep) {
-    const int64_t m = a.rows, k = a.cols;
-    if (!(b.rs == 1 || k == 1) || !(a.cs == 1 || k == 1)) return false;
-    const int threads = threads_for(m, 1, k);
-    parallel_ranges(threads, m, 16, [&](int, int64_t lo, int64_t hi) {
-        // scale_inc 0: C's one column takes scale[0] on every row, as its bias takes bias[0].
-        t.gemv_dots(hi - lo, k, b.data, a.data + lo * a.rs, a.rs, c + lo * rsc * 4, rsc, accumulate, scale, 0);
-        if (scale) gemv_epilogue(ks.f32, m, ep, lo, hi, reinterpret_cast<float*>(c), rsc);
+bool try_gemv(const KernelSet& ks, const Int8Table<A>& t, View<const A> a, View<const int8_t> b, char* c, int64_t rsc,
+              int64_t csc, bool accumulate, const float* scale, int64_t scale_inc, const Epilogue<float>& ep) {
+    const int64_t m = a.rows, n = b.cols, k = a.cols;
+    GemvForm f;
+    if (!gemv_form(a, b, View<int32_t>{nullptr, m, n, rsc, csc}, f)) return false;
+    if (!f.x_from_a && (f.rows || !std::is_same_v<A, int8_t>)) return false;
+    const int threads = threads_for(m, n, k);
+    const int64_t y_scale_inc = f.x_from_a ? scale_inc : 0;
+    char* chunks = f.rows ? static_cast<char*>(thread_gemv_chunks(threads)) : nullptr;
+    parallel_ranges(threads, f.len, 16, [&](int tid, int64_t lo, int64_t hi) {
+        const float* s = scale ? scale + lo * y_scale_inc : nullptr;
+        if (f.rows) {
+            t.gemv_rows(hi - lo, k, a.data, f.incx, b.data + lo, f.ldm, c + lo * 4, accumulate, s, y_scale_inc,
+                        chunks + tid * kGemvChunkBytes);
+        } else {
+            const A* x = a.data;
+            const int8_t* mat = b.data;
+            if constexpr (std::is_same_v<A, int8_t>)
+                if (!f.x_from_a) std::swap(x, mat);
+            t.gemv_dots(hi - lo, k, x, mat + lo * f.ldm, f.ldm, c + lo * f.incy * 4, f.incy, accumulate, s,
+                        y_scale_inc);
+        }
+        if (scale) gemv_epilogue(ks.f32, m, ep, lo, hi, reinterpret_cast<float*>(c), f.incy);
     });
     return true;
 }
@@ -145,9 +133,7 @@ void run(const KernelSet& ks, View<const A> a, const B& b, char* c, int64_t rsc,
     const int64_t m = a.rows, n = vb.cols, k = a.cols;
     const Int8Table<A>& t = pick<Int8Table<A>>(ik.u8, ik.s8);
     if constexpr (!std::is_same_v<B, PackedInt8B>)
-        if (m == 1 && try_gemv(ks, t, a, b, c, csc, accumulate, scale, scale_inc, ep)) return;
-    if constexpr (!std::is_same_v<B, PackedInt8B> && std::is_same_v<A, int8_t>)
-        if (m > 1 && n == 1 && try_gemv_column(ks, t, a, b, c, rsc, accumulate, scale, ep)) return;
+        if ((m == 1 || n == 1) && try_gemv(ks, t, a, b, c, rsc, csc, accumulate, scale, scale_inc, ep)) return;
     const Int8Product<A> product{t, a, vb, c, rsc, csc, accumulate, scale, scale_inc, ks.f32, ep, k};
     const int threads = threads_for(m, n, k);
     if constexpr (std::is_same_v<B, PackedInt8B>)

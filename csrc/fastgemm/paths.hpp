@@ -64,12 +64,8 @@ using SmallProduct = Oriented<T, T>;
 // docs/DESIGN.md, "Small products".
 bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t elem_bytes);
 
-// Whether the small kernels read an m x k A with column stride csa well: rows contiguous, k
-// lines within half of L1, or A within a quarter of L2.
-bool small_reads_a(int64_t m, int64_t k, int64_t csa, int64_t elem_bytes);
-
 // Whether KernelTable::small takes this product (m, n, k >= 1) on kernel set ks, and how:
-// small_shape, with C's and B's rows contiguous once oriented and small_reads_a.
+// small_shape, with C's and B's rows contiguous once oriented, and A read well (gemm.cpp).
 template <typename T>
 bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, SmallProduct<T>& out);
 
@@ -114,8 +110,8 @@ struct GemvForm {
 };
 
 // The form for a product with m == 1 or n == 1, or false when the strides fit none.
-template <typename S, typename T>
-bool gemv_form(View<const S> a, View<const S> b, View<T> c, GemvForm& f) {
+template <typename SA, typename SB, typename T>
+bool gemv_form(View<const SA> a, View<const SB> b, View<T> c, GemvForm& f) {
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     if (m == 1 && n == 1 && a.cs == 1 && b.rs == 1)  // one dot: the rows form would run one lane
         f = {false, true, 1, 1, 0, 1};
