@@ -93,10 +93,25 @@ int64_t pack_b_columns(int64_t kc, const typename V::T* b0, int64_t csb, typenam
     return p;
 }
 
+// Each row piece of a wide row-major B is on its own page, where the hardware prefetcher
+// stops: packing asks for the piece a few rows ahead (non-temporal: it is read once). See
+// docs/DESIGN.md, "Packing B by rows".
+constexpr int64_t kPackPrefetchRows = 4;
+// The address is formed as an integer: past B's last rows it points nowhere (a prefetch never
+// faults).
+template <int Bytes>
+inline void prefetch_row_piece(const void* row, int64_t ahead_bytes) {
+    const uintptr_t p = reinterpret_cast<uintptr_t>(row) + uintptr_t(ahead_bytes);
+#pragma GCC unroll 16
+    for (int off = 0; off < Bytes; off += 64) __builtin_prefetch(reinterpret_cast<const void*>(p + off), 0, 0);
+}
+
 template <typename V, int NR>
 void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t csb, typename V::T* bp, int64_t s0,
             int64_t s1) {
     using T = typename V::T;
+    constexpr int W = V::W;
+    static_assert(NR % W == 0, "a sliver is whole vectors");
     // Row-major B: G slivers per pass over the rows, so each row read is 512 consecutive bytes
     // the hardware prefetcher follows, not one line per page of a wide B; see docs/DESIGN.md,
     // "Packing B by rows".
@@ -108,10 +123,12 @@ void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t
             T* dst = bp + s * NR * kc;
             for (int64_t p = 0; p < kc; ++p) {
                 const T* br = b0 + p * rsb;
+                prefetch_row_piece<G * NR* int(sizeof(T))>(br, kPackPrefetchRows * rsb * int64_t(sizeof(T)));
 #pragma GCC unroll 16
                 for (int g = 0; g < G; ++g)
-#pragma GCC unroll 64
-                    for (int j = 0; j < NR; ++j) dst[g * NR * kc + p * NR + j] = br[g * NR + j];
+#pragma GCC unroll 8
+                    for (int j = 0; j < NR; j += W)
+                        V::storeu(dst + g * NR * kc + p * NR + j, V::loadu(br + g * NR + j));
             }
         }
     }
@@ -123,8 +140,8 @@ void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t
         if (cols == NR && csb == 1) {
             for (int64_t p = 0; p < kc; ++p) {
                 const T* br = b0 + p * rsb;
-#pragma GCC unroll 64
-                for (int j = 0; j < NR; ++j) dst[p * NR + j] = br[j];
+#pragma GCC unroll 8
+                for (int j = 0; j < NR; j += W) V::storeu(dst + p * NR + j, V::loadu(br + j));
             }
         } else if (cols == NR && rsb == 1) {
             // B transposed: each column is contiguous along k.
@@ -180,22 +197,40 @@ void pack_a_cvt(int64_t mc, int64_t kc, const typename C::S* a, int64_t rsa, int
 template <typename V, typename C, int NR>
 void pack_b_cvt(int64_t kc, int64_t nc, const typename C::S* b, int64_t rsb, int64_t csb, float* bp, int64_t s0,
                 int64_t s1) {
+    using S = typename C::S;
     constexpr int W = V::W;
     static_assert(NR % W == 0, "a sliver is whole vectors");
-    for (int64_t s = s0; s < s1; ++s) {
+    // Row-major B: 512-byte row pieces, prefetched, as in pack_b.
+    constexpr int G = 512 / (NR * int(sizeof(S))) > 1 ? 512 / (NR * int(sizeof(S))) : 1;
+    int64_t s = s0;
+    if (csb == 1) {
+        for (; s + G <= s1 && (s + G) * NR <= nc; s += G) {
+            const S* b0 = b + s * NR;
+            float* dst = bp + s * NR * kc;
+            for (int64_t p = 0; p < kc; ++p) {
+                const S* br = b0 + p * rsb;
+                prefetch_row_piece<G * NR* int(sizeof(S))>(br, kPackPrefetchRows * rsb * int64_t(sizeof(S)));
+#pragma GCC unroll 16
+                for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+                    for (int j = 0; j < NR; j += W) V::storeu(dst + g * NR * kc + p * NR + j, C::load(br + g * NR + j));
+            }
+        }
+    }
+    for (; s < s1; ++s) {
         const int64_t j0 = s * NR;
         const int64_t cols = nc - j0 < NR ? nc - j0 : NR;
-        const typename C::S* b0 = b + j0 * csb;
+        const S* b0 = b + j0 * csb;
         float* dst = bp + s * NR * kc;
         if (cols == NR && csb == 1) {
             for (int64_t p = 0; p < kc; ++p) {
-                const typename C::S* br = b0 + p * rsb;
+                const S* br = b0 + p * rsb;
 #pragma GCC unroll 8
                 for (int j = 0; j < NR; j += W) V::storeu(dst + p * NR + j, C::load(br + j));
             }
         } else if (cols == NR && rsb == 1) {
             for (int j = 0; j < NR; ++j) {
-                const typename C::S* bc = b0 + j * csb;
+                const S* bc = b0 + j * csb;
                 for (int64_t p = 0; p < kc; ++p) dst[p * NR + j] = C::one(bc[p]);
             }
         } else {
