@@ -105,7 +105,7 @@ bool try_gemv(const KernelSet& ks, const Int8Table<A>& t, View<const A> a, View<
     if (!f.x_from_a && (f.rows || !std::is_same_v<A, int8_t>)) return false;
     const int threads = threads_for(m, n, k);
     const int64_t y_scale_inc = f.x_from_a ? scale_inc : 0;
-    char* chunks = f.rows ? static_cast<char*>(thread_gemv_chunks(threads)) : nullptr;
+    char* chunks = f.rows ? static_cast<char*>(thread_gemv_chunks(threads, kGemvChunkBytes)) : nullptr;
     parallel_ranges(threads, f.len, 16, [&](int tid, int64_t lo, int64_t hi) {
         const float* s = scale ? scale + lo * y_scale_inc : nullptr;
         if (f.rows) {

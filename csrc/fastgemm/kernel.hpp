@@ -13,6 +13,10 @@ namespace fastgemm {
 constexpr int kMaxMR = 16;
 // Bytes of the partial-sum chunk gemv_rows works in; see docs/DESIGN.md, "Matrix-vector chunk".
 constexpr int64_t kGemvChunkBytes = 16384;
+// Most rows of C few_rows takes, and the bytes of its partial sums: whole 4096-element float32
+// rows of B for 4 rows of C, held in L2; see docs/DESIGN.md, "Few rows".
+constexpr int kFewRowsMaxM = 6;
+constexpr int64_t kFewRowsChunkBytes = 65536;
 
 // C[0:m, 0:n] = alpha * A @ B + beta * C for one register tile, m fixed by the instantiation.
 // Step p of the k loop reads A's m values at a + p*lda (contiguous: a packed sliver has
@@ -63,6 +67,11 @@ struct KernelTable {
     // y[j*incy] = alpha * sum_p x[p] * M[j*ldm + p] + beta * y[j*incy], j < n, x contiguous:
     // one dot product per contiguous row of M.
     void (*gemv_dots)(int64_t n, int64_t k, T alpha, const T* x, const T* mat, int64_t ldm, T beta, T* y, int64_t incy);
+    // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j] for m <= kFewRowsMaxM rows of C,
+    // B's and C's rows contiguous: B's rows streamed once as gemv_rows streams its matrix, not
+    // packed. `chunk`: kFewRowsChunkBytes, 64-byte aligned, the calling thread's.
+    void (*few_rows)(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa, const T* b,
+                     int64_t rsb, T beta, T* c, int64_t rsc, T* chunk);
     // A whole product small enough that packing would cost more than it saves:
     // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j], rows of B and C contiguous.
     // A few rows of C stay in registers over all of k, one panel of columns at a time.
@@ -90,6 +99,7 @@ struct Tuning {
     int64_t small_max_work;  // up to this many float32 multiply-adds (B in L2; a float64 one counts 2) the small kernel
                              // runs
     int64_t head_min_slivers;  // a misaligned B gets a packed head only from this many slivers
+    int64_t few_rows_max_m;    // from 2 up to this many rows (<= kFewRowsMaxM) few_rows streams B (0: never)
 };
 
 // Low-precision inputs (S = bfloat16_t or float16_t) on the float32 kernels: packers that

@@ -147,7 +147,7 @@ bool try_gemv(const Tab& uk, T alpha, View<const S> a, View<const S> b, T beta, 
     const int threads = threads_for(c.rows, c.cols, a.cols);
     const S* x = f.x_from_a ? a.data : b.data;
     const S* mat = f.x_from_a ? b.data : a.data;
-    T* chunks = f.rows ? static_cast<T*>(thread_gemv_chunks(threads)) : nullptr;
+    T* chunks = f.rows ? static_cast<T*>(thread_gemv_chunks(threads, kGemvChunkBytes)) : nullptr;
     // Outputs split over threads in whole cache lines; each output's sum is the same on any
     // split, so the result does not depend on the thread count.
     parallel_ranges(threads, f.len, 64 / int64_t(sizeof(T)), [&](int tid, int64_t lo, int64_t hi) {

@@ -4,8 +4,6 @@
 #include <cstdlib>
 #include <new>
 
-#include "kernel.hpp"
-
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -76,7 +74,7 @@ namespace {
 
 struct GemvChunks {
     void* ptr = nullptr;
-    int count = 0;
+    std::size_t bytes = 0;
     ~GemvChunks() { std::free(ptr); }
 };
 
@@ -90,14 +88,15 @@ void* thread_scratch(std::size_t bytes) {
     return buf.data();
 }
 
-void* thread_gemv_chunks(int count) {
+void* thread_gemv_chunks(int count, int64_t bytes) {
     thread_local GemvChunks chunks;
-    if (count > chunks.count) {
-        void* p = std::aligned_alloc(64, std::size_t(count) * std::size_t(kGemvChunkBytes));
+    const std::size_t need = std::size_t(count) * std::size_t(bytes);
+    if (need > chunks.bytes) {
+        void* p = std::aligned_alloc(64, need);
         if (!p) throw std::bad_alloc();
         std::free(chunks.ptr);
         chunks.ptr = p;
-        chunks.count = count;
+        chunks.bytes = need;
     }
     return chunks.ptr;
 }

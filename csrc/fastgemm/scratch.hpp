@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace fastgemm {
 
@@ -37,9 +38,10 @@ class AlignedBuffer {
 // than a quarter of it (after a product on many threads, say). Throws std::bad_alloc.
 void* thread_scratch(std::size_t bytes);
 
-// `count` chunks of kGemvChunkBytes (kernel.hpp), 64-byte aligned, owned by the calling
-// thread, for the matrix-vector kernels of its team (chunk i for thread i). Separate from
-// thread_scratch so neither resizes the other. Throws std::bad_alloc.
-void* thread_gemv_chunks(int count);
+// `count` chunks of `bytes` (kGemvChunkBytes or kFewRowsChunkBytes, kernel.hpp; a multiple of
+// 64), 64-byte aligned, owned by the calling thread, for the streaming kernels of its team
+// (chunk i for thread i). Separate from thread_scratch so neither resizes the other. Throws
+// std::bad_alloc.
+void* thread_gemv_chunks(int count, int64_t bytes);
 
 }  // namespace fastgemm

@@ -233,7 +233,12 @@ void run_kernel(const fastgemm::KernelSet& ks, bool packed = false) {
         shapes.push_back({mc + d, 3, 4});
     }
     shapes.push_back({mc + 1, nr + 1, kc + 1});  // every loop has a partial block
-    shapes.push_back({3, bs.nc + 5, 4});         // two NC panels
+    // Past L2 for the small kernels: few rows streamed where the set does (2 to 6 rows), two
+    // chunks of partial sums for 3 rows.
+    shapes.push_back({2, 1030, 1030});
+    shapes.push_back({3, fastgemm::kFewRowsChunkBytes / int64_t(sizeof(T)) / 3 + 5, 203});
+    shapes.push_back({fastgemm::kFewRowsMaxM, 777, 1500});
+    shapes.push_back({3, bs.nc + 5, 4});  // two NC panels
 
     const double scalars[][2] = {{1, 0}, {0.75, -0.5}, {-1, 1}, {0, 0.5}, {0, 0}};
     int idx = 0;
@@ -360,6 +365,41 @@ void gemv_tail(const fastgemm::KernelSet& ks) {
     std::free(chunk);
 }
 
+// few_rows on every row count, around its chunk (partial sums of tl columns a row) and the
+// rows of B a pass takes: exact small-integer sums, beta kept, A with a row stride and a column
+// stride, and a chunk of signalling NaNs that must raise no FE_INVALID.
+template <typename T>
+void few_rows_kernel(const fastgemm::KernelSet& ks) {
+    const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
+    const int64_t elems = fastgemm::kFewRowsChunkBytes / int64_t(sizeof(T));
+    T* chunk = static_cast<T*>(std::aligned_alloc(64, size_t(fastgemm::kFewRowsChunkBytes)));
+    for (int64_t m = 1; m <= fastgemm::kFewRowsMaxM; ++m) {
+        const int64_t tl = elems / m / uk.lanes * uk.lanes;
+        for (int64_t n : {int64_t(1), int64_t(uk.lanes + 1), tl - 1, tl + 5}) {
+            for (int64_t k : {int64_t(1), int64_t(5), int64_t(13)}) {
+                const int64_t rsa = 2 * k + 1, csa = 2;  // A strided both ways
+                std::vector<T> a(size_t(m * rsa)), b(size_t(k * n)), c(size_t(m * n), T(3));
+                for (int64_t i = 0; i < m; ++i)
+                    for (int64_t p = 0; p < k; ++p) a[size_t(i * rsa + p * csa)] = T((i + 2 * p) % 7 - 3);
+                for (int64_t e = 0; e < k * n; ++e) b[size_t(e)] = T(e % 5 - 2);
+                for (int64_t e = 0; e < elems; ++e) chunk[e] = std::numeric_limits<T>::signaling_NaN();
+                std::feclearexcept(FE_ALL_EXCEPT);
+                uk.few_rows(m, n, k, T(2), a.data(), rsa, csa, b.data(), n, T(-1), c.data(), n, chunk);
+                bool ok = !std::fetestexcept(FE_INVALID);
+                for (int64_t i = 0; i < m && ok; ++i)
+                    for (int64_t j = 0; j < n && ok; ++j) {
+                        T want = 0;
+                        for (int64_t p = 0; p < k; ++p) want += a[size_t(i * rsa + p * csa)] * b[size_t(p * n + j)];
+                        ok = c[size_t(i * n + j)] == 2 * want - 3;
+                    }
+                report(ok, std::string(ks.name) + " " + type_name<T>() + " few_rows " + std::to_string(m) + "x" +
+                               std::to_string(n) + "x" + std::to_string(k) + ": exact, no FE_INVALID from the chunk");
+            }
+        }
+    }
+    std::free(chunk);
+}
+
 // An Inf in A or B: the zero padding of tiles and masked lanes must not leave FE_INVALID set
 // when the true product has no invalid operation; an inf - inf in it must still raise it.
 template <typename T>
@@ -401,7 +441,8 @@ void kernel_lookup_and_threads() {
     for (const fastgemm::KernelSet* ks : fastgemm::compiled_kernels()) {
         const fastgemm::Tuning& t = ks->tuning;
         report(&fastgemm::find_kernels(ks->name, false) == ks && t.direct_max_m >= 0 && t.skinny_max_m >= 0 &&
-                   t.small_max_work > 0 && t.head_min_slivers > 0,
+                   t.small_max_work > 0 && t.head_min_slivers > 0 && t.few_rows_max_m >= 0 &&
+                   t.few_rows_max_m <= fastgemm::kFewRowsMaxM,
                std::string("find_kernels and tuning of ") + ks->name);
     }
     expect_throw<std::invalid_argument>("find_kernels: unknown name", [] { fastgemm::find_kernels("nope", false); });
@@ -958,6 +999,8 @@ void all_cases(const fastgemm::KernelSet& ks) {
     packed_b<double>(ks);
     gemv_tail<float>(ks);
     gemv_tail<double>(ks);
+    few_rows_kernel<float>(ks);
+    few_rows_kernel<double>(ks);
     epilogue_cases<float>(ks);
     epilogue_cases<double>(ks);
     fastgemm::set_max_threads(1);  // flags of worker threads never reach the caller

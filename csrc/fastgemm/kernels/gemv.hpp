@@ -12,55 +12,102 @@
 namespace fastgemm {
 namespace kernels {
 
-// y += sum_p x[p] M[p, :], four rows of M at a time so y, kept in L1 in chunks, is loaded and
-// stored once per four rows; each row of M is one sequential stream. Per element of y the
-// sum runs over p in order.
-template <typename V>
-void gemv_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x, int64_t incx,
-               const typename V::T* mat, int64_t ldm, typename V::T beta, typename V::T* y, typename V::T* t) {
-    using T = typename V::T;
+// Rows of B per pass for M rows of C: M x P broadcasts, P row vectors and an accumulator
+// within 16 vector registers (the fewest of any ISA here).
+template <int M>
+constexpr int stream_rows_step = M <= 2   ? 4
+                                 : M == 3 ? 3
+                                 : M <= 6 ? 2
+                                          : 1;
+
+// t[i * tl + j] += sum_q A[i, q] B[q, j] for i < M, q < P, j < len: each vector of t loaded and
+// stored once per P rows of B. a: A's element (0, 0) of these P columns; r0: B's row 0 of them.
+template <typename V, int M, int P>
+void stream_rows_pass(int64_t full, int64_t len, typename V::mask tail, const typename V::T* a, int64_t rsa,
+                      int64_t csa, const typename V::T* r0, int64_t rsb, typename V::T* t, int64_t tl) {
     using R = typename V::reg;
     constexpr int W = V::W;
-    // Partial sums in the caller's chunk; see docs/DESIGN.md, "Matrix-vector chunk".
-    constexpr int64_t kChunk = kGemvChunkBytes / int64_t(sizeof(T));
-    static_assert(kChunk % W == 0, "the chunk holds whole vectors");
-    for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
-        const int64_t len = n - j0 < kChunk ? n - j0 : kChunk;
+    R x[M][P];
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+        for (int q = 0; q < P; ++q) x[i][q] = V::set1(a[i * rsa + q * csa]);
+    auto step = [&](int64_t j, const R(&bv)[P]) {
+#pragma GCC unroll 8
+        for (int i = 0; i < M; ++i) {
+            R acc = V::loadu(t + i * tl + j);
+#pragma GCC unroll 4
+            for (int q = 0; q < P; ++q) acc = V::fmadd(x[i][q], bv[q], acc);
+            V::storeu(t + i * tl + j, acc);
+        }
+    };
+    for (int64_t j = 0; j < full; j += W) {
+        R bv[P];
+#pragma GCC unroll 4
+        for (int q = 0; q < P; ++q) bv[q] = V::loadu(r0 + q * rsb + j);
+        step(j, bv);
+    }
+    if (full < len) {
+        R bv[P];
+#pragma GCC unroll 4
+        for (int q = 0; q < P; ++q) bv[q] = V::maskz_loadu(tail, r0 + q * rsb + full);
+        step(full, bv);
+    }
+}
+
+// C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j] for M rows of C, j < n, with B's
+// rows contiguous and streamed once, never packed: partial sums of M rows x as much of B's row
+// as fits in `chunk` (chunk_bytes, the calling thread's) are updated stream_rows_step<M> rows
+// of B at a time. Per element the sum runs over p in order.
+template <typename V, int M>
+void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+                 const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
+                 typename V::T* chunk, int64_t chunk_bytes) {
+    using T = typename V::T;
+    constexpr int W = V::W, P = stream_rows_step<M>;
+    const int64_t tl = chunk_bytes / int64_t(sizeof(T)) / M / W * W;  // partial sums per row of C
+    for (int64_t j0 = 0; j0 < n; j0 += tl) {
+        const int64_t len = n - j0 < tl ? n - j0 : tl;
         const int64_t full = len / W * W;
         const typename V::mask tail = V::lanes(int(len - full));
         // The tail vector's lanes past len are summed too (0 * masked-out zeros): start them at 0.
-        for (int64_t j = 0, padded = full < len ? full + W : full; j < padded; ++j) t[j] = T(0);
-        const T* m0 = mat + j0;
+        for (int i = 0; i < M; ++i)
+            for (int64_t j = 0, padded = full < len ? full + W : full; j < padded; ++j) chunk[i * tl + j] = T(0);
+        const T* b0 = b + j0;
         int64_t p = 0;
-        for (; p + 4 <= k; p += 4) {
-            const R x0 = V::set1(x[p * incx]), x1 = V::set1(x[(p + 1) * incx]), x2 = V::set1(x[(p + 2) * incx]),
-                    x3 = V::set1(x[(p + 3) * incx]);
-            const T *r0 = m0 + p * ldm, *r1 = r0 + ldm, *r2 = r1 + ldm, *r3 = r2 + ldm;
-            for (int64_t j = 0; j < full; j += W) {
-                R acc = V::loadu(t + j);
-                acc = V::fmadd(x0, V::loadu(r0 + j), acc);
-                acc = V::fmadd(x1, V::loadu(r1 + j), acc);
-                acc = V::fmadd(x2, V::loadu(r2 + j), acc);
-                acc = V::fmadd(x3, V::loadu(r3 + j), acc);
-                V::storeu(t + j, acc);
-            }
-            if (full < len) {
-                R acc = V::loadu(t + full);
-                acc = V::fmadd(x0, V::maskz_loadu(tail, r0 + full), acc);
-                acc = V::fmadd(x1, V::maskz_loadu(tail, r1 + full), acc);
-                acc = V::fmadd(x2, V::maskz_loadu(tail, r2 + full), acc);
-                acc = V::fmadd(x3, V::maskz_loadu(tail, r3 + full), acc);
-                V::storeu(t + full, acc);
-            }
+        for (; p + P <= k; p += P)
+            stream_rows_pass<V, M, P>(full, len, tail, a + p * csa, rsa, csa, b0 + p * rsb, rsb, chunk, tl);
+        for (; p < k; ++p)
+            stream_rows_pass<V, M, 1>(full, len, tail, a + p * csa, rsa, csa, b0 + p * rsb, rsb, chunk, tl);
+        for (int i = 0; i < M; ++i) {
+            T* ci = c + i * rsc + j0;
+            const T* ti = chunk + i * tl;
+            for (int64_t j = 0; j < len; ++j) ci[j] = beta == T(0) ? alpha * ti[j] : alpha * ti[j] + beta * ci[j];
         }
-        for (; p < k; ++p) {
-            const R xp = V::set1(x[p * incx]);
-            const T* r = m0 + p * ldm;
-            for (int64_t j = 0; j < full; j += W) V::storeu(t + j, V::fmadd(xp, V::loadu(r + j), V::loadu(t + j)));
-            if (full < len) V::storeu(t + full, V::fmadd(xp, V::maskz_loadu(tail, r + full), V::loadu(t + full)));
-        }
-        T* yc = y + j0;
-        for (int64_t j = 0; j < len; ++j) yc[j] = beta == T(0) ? alpha * t[j] : alpha * t[j] + beta * yc[j];
+    }
+}
+
+// y += sum_p x[p] M[p, :]: stream_rows for one row, in the matrix-vector chunk.
+template <typename V>
+void gemv_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x, int64_t incx,
+               const typename V::T* mat, int64_t ldm, typename V::T beta, typename V::T* y, typename V::T* chunk) {
+    stream_rows<V, 1>(n, k, alpha, x, 0, incx, mat, ldm, beta, y, 0, chunk, kGemvChunkBytes);
+}
+
+// stream_rows for 1 <= m <= kFewRowsMaxM rows of C, in a chunk of kFewRowsChunkBytes.
+template <typename V>
+void few_rows(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+              const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
+              typename V::T* chunk) {
+    static_assert(kFewRowsMaxM == 6, "one case per row count");
+    constexpr int64_t B = kFewRowsChunkBytes;
+    switch (m) {
+        case 1: return stream_rows<V, 1>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
+        case 2: return stream_rows<V, 2>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
+        case 3: return stream_rows<V, 3>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
+        case 4: return stream_rows<V, 4>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
+        case 5: return stream_rows<V, 5>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
+        default: return stream_rows<V, 6>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
     }
 }
 

@@ -68,6 +68,7 @@ constexpr KernelTable<typename V::T> kernel_table(std::integer_sequence<int, M..
             &pack_b<V, NV * V::W>,
             &gemv_rows<V>,
             &gemv_dots<V>,
+            &few_rows<V>,
             &small<V, PV>,
             &small_stack<V, PV>,
             &fma_loop<V>,
