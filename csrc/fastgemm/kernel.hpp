@@ -17,6 +17,8 @@ constexpr int64_t kGemvChunkBytes = 16384;
 // rows of B for 4 rows of C, held in L2; see docs/DESIGN.md, "Few rows".
 constexpr int kFewRowsMaxM = 6;
 constexpr int64_t kFewRowsChunkBytes = 65536;
+// Most rows of C gemv_packed takes against a pre-packed B; see docs/DESIGN.md, "Pre-packed B".
+constexpr int kPackedRowsMaxM = 3;
 
 // C[0:m, 0:n] = alpha * A @ B + beta * C for one register tile, m fixed by the instantiation.
 // Step p of the k loop reads A's m values at a + p*lda (contiguous: a packed sliver has
@@ -86,10 +88,12 @@ struct KernelTable {
     // c[i*rsc + j] = act(c[i*rsc + j] + bias[j]) for i < m, j < n (bias null: no add), on a
     // finished block of C; see docs/DESIGN.md, "Fused bias and activation".
     void (*epilogue)(int64_t m, int64_t n, T* c, int64_t rsc, const T* bias, Activation act);
-    // y[0:n] = alpha * x @ B + beta * y (beta == 0: y not read), x[p * incx] for p < k, y
-    // contiguous, B pack_b's ceil(n / nr) slivers of k x nr (a pre-packed B's panel): one row
-    // of C, the slivers streamed several at a time. A row equals the tile's row.
-    void (*gemv_packed)(int64_t n, int64_t k, T alpha, const T* x, int64_t incx, const T* bp, T beta, T* y);
+    // C[0:m, 0:n] = alpha * A @ B + beta * C (beta == 0: C not read) for m <= kPackedRowsMaxM
+    // rows, A[i, p] at a[i * rsa + p * csa], C's rows contiguous (row stride rsc), B pack_b's
+    // ceil(n / nr) slivers of k x nr (a pre-packed B's panel): the slivers streamed several at
+    // a time. Each row equals the tile's row.
+    void (*gemv_packed)(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa, const T* bp,
+                        T beta, T* c, int64_t rsc);
 };
 
 // Which path a product takes, by shape; see docs/DESIGN.md, "Shape-specific paths".

@@ -107,18 +107,18 @@ void gemm(T alpha, View<const T> a, const PackedB<T>& b, T beta, View<T> c, cons
     const PaddingFlags flags;
     const int threads = threads_for(m, n, k);
     if (n == 1) c.cs = 1;  // a stride along a size-1 dimension is meaningless
-    if (m == 1 && c.cs == 1) {
-        // One row (a decode step): the slivers streamed several at a time, outputs split over
+    if (m <= kPackedRowsMaxM && c.cs == 1) {
+        // A few rows (decode steps): the slivers streamed several at a time, outputs split over
         // threads in groups of four slivers. See docs/DESIGN.md, "Pre-packed B".
         parallel_ranges(threads, n, 4 * int64_t(b.nr()), [&](int, int64_t lo, int64_t hi) {
             for (int64_t jc = lo / b.nc() * b.nc(); jc < hi; jc += b.nc()) {
                 const int64_t j0 = std::max(lo, jc), j1 = std::min(hi, jc + b.nc());  // j0 - jc: whole slivers
                 for (int64_t pc = 0; pc < k; pc += b.kc()) {
                     const int64_t kc = std::min(b.kc(), k - pc);
-                    uk.gemv_packed(j1 - j0, kc, alpha, a.data + pc * a.cs, a.cs, b.panel(pc, jc) + (j0 - jc) * kc,
-                                   pc == 0 ? beta : T(1), c.data + j0);
+                    uk.gemv_packed(m, j1 - j0, kc, alpha, a.data + pc * a.cs, a.rs, a.cs,
+                                   b.panel(pc, jc) + (j0 - jc) * kc, pc == 0 ? beta : T(1), c.data + j0, c.rs);
                 }
-                if (ep.active()) apply_epilogue(uk, View<T>{c.data + j0, 1, j1 - j0, 1, 1}, ep.from_column(j0));
+                if (ep.active()) apply_epilogue(uk, View<T>{c.data + j0, m, j1 - j0, c.rs, 1}, ep.from_column(j0));
             }
         });
     } else {

@@ -835,6 +835,15 @@ void packed_b(const fastgemm::KernelSet& ks) {
             fastgemm::gemm<T>(T(1), a.cview(), pb, T(0), {c2.data(), m, n, n, 1});
             report(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(T)) == 0,
                    std::string(what) + ": 1 and 2 threads give the same bits");
+            // The first rows alone take gemv_packed: each row as the tile computed it.
+            for (int64_t r = 1; r <= fastgemm::kPackedRowsMaxM && r < m; ++r) {
+                std::vector<T> rows(size_t(r * n));
+                const View<const T> av = a.cview();
+                fastgemm::gemm<T>(T(1), View<const T>{av.data, r, k, av.rs, av.cs}, pb, T(0),
+                                  {rows.data(), r, n, n, 1});
+                report(std::memcmp(rows.data(), c1.data(), rows.size() * sizeof(T)) == 0,
+                       std::string(what) + ": its first " + std::to_string(r) + " row(s) alone give the same bits");
+            }
         }
     }
     expect_throw<std::invalid_argument>("packed B of the wrong shape", [&] {

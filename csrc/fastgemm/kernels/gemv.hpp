@@ -176,60 +176,93 @@ void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename L::S* x
     }
 }
 
-// y[0:n] = alpha * sum_p x[p*incx] B[p, 0:n] + beta * y[0:n] over B packed as pack_b writes it
-// (ceil(n / NR) slivers of k x NR, NR = NV vectors, the last zero-padded), G slivers at a time:
-// G streams and G x NV independent sums (one sliver alone is NV dependent chains). Per element
-// the sum runs over p in order and is finished as the tile finishes it (alpha * sum, then
-// + beta * y), so a row computed here equals the same row computed by the tile.
-template <typename V, int NV>
-void gemv_packed(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x, int64_t incx,
-                 const typename V::T* bp, typename V::T beta, typename V::T* y) {
+// Rows of C packed_rows takes against G slivers at a time: M x G x NV accumulators (at most
+// 8 on every tile here), G streams of B.
+template <int M>
+constexpr int packed_rows_group = M == 1 ? 4 : M == 2 ? 3 : 2;
+
+// C[i, 0:n] = alpha * sum_p A[i, p] B[p, 0:n] + beta * C[i, 0:n] for M rows over B packed as
+// pack_b writes it (ceil(n / NR) slivers of k x NR, NR = NV vectors, the last zero-padded),
+// G slivers at a time: G streams and M x G x NV independent sums (one sliver alone is NV
+// dependent chains). Per element the sum runs over p in order and is finished as the tile
+// finishes it (alpha * sum, then + beta * C), so a row computed here equals the same row
+// computed by the tile.
+template <typename V, int NV, int M>
+void packed_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+                 const typename V::T* bp, typename V::T beta, typename V::T* c, int64_t rsc) {
     using T = typename V::T;
     using R = typename V::reg;
-    constexpr int W = V::W, NR = NV * W, G = 4;
+    constexpr int W = V::W, NR = NV * W, G = packed_rows_group<M>;
     const R va = V::set1(alpha), vb = V::set1(beta);
-    const bool read_y = beta != T(0);
-    auto finish = [&](R acc, T* yj, int64_t cols) {
+    const bool read_c = beta != T(0);
+    auto finish = [&](R acc, T* cj, int64_t cols) {
         R r = V::mul(acc, va);
         if (cols >= W) {
-            if (read_y) r = V::fmadd(vb, V::loadu(yj), r);
-            V::storeu(yj, r);
+            if (read_c) r = V::fmadd(vb, V::loadu(cj), r);
+            V::storeu(cj, r);
         } else {
             const typename V::mask mk = V::lanes(int(cols));
-            if (read_y) r = V::fmadd(vb, V::maskz_loadu(mk, yj), r);
-            V::mask_storeu(yj, mk, r);
+            if (read_c) r = V::fmadd(vb, V::maskz_loadu(mk, cj), r);
+            V::mask_storeu(cj, mk, r);
         }
     };
     int64_t j0 = 0;
     for (; j0 + G * NR <= n; j0 += G * NR, bp += G * NR * k) {
-        R acc[G][NV];
-#pragma GCC unroll 8
-        for (int g = 0; g < G; ++g)
-#pragma GCC unroll 8
-            for (int v = 0; v < NV; ++v) acc[g][v] = V::zero();
-        for (int64_t p = 0; p < k; ++p) {
-            const R xp = V::set1(x[p * incx]);
+        R acc[M][G][NV];
+#pragma GCC unroll 4
+        for (int i = 0; i < M; ++i)
 #pragma GCC unroll 8
             for (int g = 0; g < G; ++g)
 #pragma GCC unroll 8
-                for (int v = 0; v < NV; ++v)
-                    acc[g][v] = V::fmadd(xp, V::loadu(bp + (g * k + p) * NR + v * W), acc[g][v]);
+                for (int v = 0; v < NV; ++v) acc[i][g][v] = V::zero();
+        for (int64_t p = 0; p < k; ++p) {
+            R x[M];
+#pragma GCC unroll 4
+            for (int i = 0; i < M; ++i) x[i] = V::set1(a[i * rsa + p * csa]);
+#pragma GCC unroll 8
+            for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+                for (int v = 0; v < NV; ++v) {
+                    const R bv = V::loadu(bp + (g * k + p) * NR + v * W);
+#pragma GCC unroll 4
+                    for (int i = 0; i < M; ++i) acc[i][g][v] = V::fmadd(x[i], bv, acc[i][g][v]);
+                }
         }
+#pragma GCC unroll 4
+        for (int i = 0; i < M; ++i)
 #pragma GCC unroll 8
-        for (int g = 0; g < G; ++g)
+            for (int g = 0; g < G; ++g)
 #pragma GCC unroll 8
-            for (int v = 0; v < NV; ++v) finish(acc[g][v], y + j0 + g * NR + v * W, W);
+                for (int v = 0; v < NV; ++v) finish(acc[i][g][v], c + i * rsc + j0 + g * NR + v * W, W);
     }
     for (; j0 < n; j0 += NR, bp += NR * k) {
-        R acc[NV];
+        R acc[M][NV];
+#pragma GCC unroll 4
+        for (int i = 0; i < M; ++i)
 #pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v) acc[v] = V::zero();
-        for (int64_t p = 0; p < k; ++p) {
-            const R xp = V::set1(x[p * incx]);
+            for (int v = 0; v < NV; ++v) acc[i][v] = V::zero();
+        for (int64_t p = 0; p < k; ++p)
 #pragma GCC unroll 8
-            for (int v = 0; v < NV; ++v) acc[v] = V::fmadd(xp, V::loadu(bp + p * NR + v * W), acc[v]);
-        }
-        for (int v = 0; v < NV && j0 + v * W < n; ++v) finish(acc[v], y + j0 + v * W, n - j0 - v * W);
+            for (int v = 0; v < NV; ++v) {
+                const R bv = V::loadu(bp + p * NR + v * W);
+#pragma GCC unroll 4
+                for (int i = 0; i < M; ++i) acc[i][v] = V::fmadd(V::set1(a[i * rsa + p * csa]), bv, acc[i][v]);
+            }
+#pragma GCC unroll 4
+        for (int i = 0; i < M; ++i)
+            for (int v = 0; v < NV && j0 + v * W < n; ++v) finish(acc[i][v], c + i * rsc + j0 + v * W, n - j0 - v * W);
+    }
+}
+
+// packed_rows for 1 <= m <= kPackedRowsMaxM rows.
+template <typename V, int NV>
+void gemv_packed(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+                 const typename V::T* bp, typename V::T beta, typename V::T* c, int64_t rsc) {
+    static_assert(kPackedRowsMaxM == 3, "one case per row count");
+    switch (m) {
+        case 1: return packed_rows<V, NV, 1>(n, k, alpha, a, rsa, csa, bp, beta, c, rsc);
+        case 2: return packed_rows<V, NV, 2>(n, k, alpha, a, rsa, csa, bp, beta, c, rsc);
+        default: return packed_rows<V, NV, 3>(n, k, alpha, a, rsa, csa, bp, beta, c, rsc);
     }
 }
 
