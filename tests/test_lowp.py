@@ -265,6 +265,28 @@ def test_same_bits_for_any_thread_count(dt):
     check(one[2][::97], sa[::97], sb[::97], out_dtype=result(dt))
 
 
+@pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
+@pytest.mark.parametrize("shape", [(2, 2100, 530), (3, 5470, 203), (5, 3300, 300), (6, 2740, 400)])
+def test_few_rows_streamed(dt, shape, kernel):
+    """2 to 6 rows with the widened B past L2: the 2-byte B streamed once where the kernel set
+    streams few rows; strided A, beta, the same bits on 1 and 2 threads."""
+    m, n, k = shape
+    a, b = rand((m, 2 * k), dt)[:, ::2], rand((k, n), dt)
+    c0 = rand((m, n), np.float32)
+    before = fastgemm.get_num_threads()
+    try:
+        got = []
+        for t in (1, 2):
+            fastgemm.set_num_threads(t)
+            c = c0.copy()
+            fastgemm.gemm(a, b, c, alpha=0.5, beta=2.0)
+            got.append(c)
+    finally:
+        fastgemm.set_num_threads(before)
+    check(got[0], a, b, alpha=0.5, beta=2.0, c0=c0, what=f"{kernel} {dt} {shape}")
+    assert np.array_equal(got[0], got[1])
+
+
 def rows_order(k):
     """The order the streamed matrix-vector kernel (gemv_rows_cvt) sums over k: in each whole
     group of 32 rows p0 + h + 4 q (h outer, q inner), then the remaining rows in order."""

@@ -1,6 +1,6 @@
-"""Products with one row or one column of C (matrix-vector) and with few rows (B read in
-place, skinny tiles): the paths gemm takes instead of packing, in every orientation their
-conditions distinguish, checked against the reference and for writes outside C."""
+"""Products with one row or one column of C (matrix-vector) and with few rows (B streamed, B
+read in place, skinny tiles): the paths gemm takes instead of packing, in every orientation
+their conditions distinguish, checked against the reference and for writes outside C."""
 
 import numpy as np
 import pytest
@@ -53,6 +53,18 @@ FEW_ROW_SHAPES = [
     (257, 520, 5),
 ]
 
+# 2 to 7 rows with B past any L2 the small kernels would take (4+ MiB as float32): streamed
+# where the kernel set streams few rows (up to 6), around its partial-sum chunk (64 KiB: 5456
+# float32 columns a row for 3 rows, 3272 for 5, 2728 for 6; half as many float64).
+STREAMED_SHAPES = [
+    (2, 2100, 530),
+    (3, 5470, 203),
+    (4, 1030, 1100),
+    (5, 3300, 300),
+    (6, 2740, 400),
+    (7, 1030, 1030),
+]
+
 
 def _check(kernel, dtype, shape, trans_a, trans_b, beta, b_offset=0):
     m, n, k = shape
@@ -102,7 +114,16 @@ def test_few_rows_b_in_place(kernel, dtype, shape, b_offset, beta):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(1, 20000, 300), (20000, 1, 300), (7, 4096, 64), (301, 200, 400)])
+@pytest.mark.parametrize("shape", STREAMED_SHAPES)
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("b_offset", [0, 3])
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_few_rows_streamed(kernel, dtype, shape, trans_a, b_offset, beta):
+    _check(kernel, dtype, shape, trans_a, False, beta, b_offset)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 20000, 300), (20000, 1, 300), (3, 20000, 300), (7, 4096, 64), (301, 200, 400)])
 def test_same_bits_for_any_thread_count(dtype, shape):
     m, n, k = shape
     rng = np.random.default_rng(7)

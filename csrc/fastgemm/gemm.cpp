@@ -16,20 +16,6 @@
 namespace fastgemm {
 namespace {
 
-// A few rows of C (2..tuning.few_rows_max_m) with B's and C's rows contiguous: few_rows streams
-// B once, unpacked; threads split the columns in whole cache lines (each element's sum is the
-// same on any split). See docs/DESIGN.md, "Few rows".
-template <typename T>
-void run_few_rows(const KernelTable<T>& uk, int threads, T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
-                  const Epilogue<T>& ep) {
-    T* chunks = static_cast<T*>(thread_gemv_chunks(threads, kFewRowsChunkBytes));
-    parallel_ranges(threads, c.cols, 64 / int64_t(sizeof(T)), [&](int tid, int64_t lo, int64_t hi) {
-        uk.few_rows(c.rows, hi - lo, a.cols, alpha, a.data, a.rs, a.cs, b.data + lo, b.rs, beta, c.data + lo, c.rs,
-                    chunks + tid * (kFewRowsChunkBytes / int64_t(sizeof(T))));
-        if (ep.active()) apply_epilogue(uk, View<T>{c.data + lo, c.rows, hi - lo, c.rs, 1}, ep.from_column(lo));
-    });
-}
-
 // Few rows streamed, the packed path, or B read in place for few rows (tuning.direct_max_m);
 // see docs/DESIGN.md, "Few rows" and "B read in place".
 template <typename T>
@@ -38,8 +24,8 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     const int threads = threads_for(m, n, k);
     const KernelTable<T>& main = main_table<T>(ks);
-    if (m >= 2 && m <= tune.few_rows_max_m && b.cs == 1 && c.cs == 1) {
-        run_few_rows(main, threads, alpha, a, b, beta, c, ep);
+    if (few_rows_fit(tune, b, c)) {
+        run_few_rows(main, main, threads, alpha, a, b, beta, c, ep);
         return;
     }
     // B in place needs whole 64-byte lines per row: a load straddling two lines on every row

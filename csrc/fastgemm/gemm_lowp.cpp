@@ -92,8 +92,8 @@ void small_widened(const KernelSet& ks, const LowpTable<S>& lp, int threads, flo
     }
 }
 
-// m, n, k >= 1, alpha != 0. Matrix-vector shapes stream the 2-byte matrix (half the bytes of
-// a float32 matrix-vector product); small products are widened whole into scratch for the
+// m, n, k >= 1, alpha != 0. Matrix-vector shapes and a few rows stream the 2-byte matrix (half
+// the bytes of float32); small products are widened whole into scratch for the
 // float32 small kernels; bfloat16 on a set with pair kernels runs on them; the rest takes the
 // packed path on the float32 main tile. The epilogue runs on each tile (blocked paths), on each
 // thread's outputs (matrix-vector), or on the small C once computed (still in cache).
@@ -116,7 +116,9 @@ void compute(float alpha, View<const S> a, View<const S> b, float beta, View<flo
     // C^T's tiles would need a bias per row: then the epilogue finishes C in one pass after.
     const bool after = o.transposed && ep.bias;
     const Epilogue<float> tile_ep = after ? Epilogue<float>{} : ep;
-    if (const PairKernels* pk = pairs_for(ks, o)) {
+    if (few_rows_fit(ks.tuning, o.b, o.c)) {
+        run_few_rows(lp, uk, threads, alpha, o.a, o.b, beta, o.c, tile_ep);
+    } else if (const PairKernels* pk = pairs_for(ks, o)) {
         if constexpr (std::is_same_v<S, bfloat16_t>)
             run_blocked_pairs(*pk, pair_blocking(*pk), threads, alpha, o.a, o.b, beta, o.c, tile_ep);
     } else {

@@ -120,6 +120,8 @@ struct LowpTable {
                       float beta, float* y, float* chunk);
     void (*gemv_dots)(int64_t n, int64_t k, float alpha, const S* x, const S* mat, int64_t ldm, float beta, float* y,
                       int64_t incy);
+    void (*few_rows)(int64_t m, int64_t n, int64_t k, float alpha, const S* a, int64_t rsa, int64_t csa, const S* b,
+                     int64_t rsb, float beta, float* c, int64_t rsc, float* chunk);
     // dst (rows x cols, row-major, contiguous) = src widened, any strides: the operands of a
     // small product, for the float32 small kernels.
     void (*widen)(int64_t rows, int64_t cols, const S* src, int64_t rs, int64_t cs, float* dst);

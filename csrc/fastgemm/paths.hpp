@@ -158,6 +158,27 @@ bool try_gemv(const Tab& uk, T alpha, View<const S> a, View<const S> b, T beta, 
     return true;
 }
 
+// Whether few_rows takes a product (m, n, k >= 1): 2 up to tuning.few_rows_max_m rows, B's and
+// C's rows contiguous. See docs/DESIGN.md, "Few rows".
+template <typename S, typename T>
+bool few_rows_fit(const Tuning& tune, View<const S> b, View<T> c) {
+    return c.rows >= 2 && c.rows <= tune.few_rows_max_m && b.cs == 1 && c.cs == 1;
+}
+
+// A few_rows_fit product: few streams B once, unpacked; threads split the columns in whole
+// cache lines (each element's sum is the same on any split); the epilogue (uk's) runs on each
+// thread's columns right after. Tab: a KernelTable<T> (S == T) or a LowpTable<S> (T float).
+template <typename Tab, typename S, typename T>
+void run_few_rows(const Tab& few, const KernelTable<T>& uk, int threads, T alpha, View<const S> a, View<const S> b,
+                  T beta, View<T> c, const Epilogue<T>& ep) {
+    T* chunks = static_cast<T*>(thread_gemv_chunks(threads, kFewRowsChunkBytes));
+    parallel_ranges(threads, c.cols, 64 / int64_t(sizeof(T)), [&](int tid, int64_t lo, int64_t hi) {
+        few.few_rows(c.rows, hi - lo, a.cols, alpha, a.data, a.rs, a.cs, b.data + lo, b.rs, beta, c.data + lo, c.rs,
+                     chunks + tid * (kFewRowsChunkBytes / int64_t(sizeof(T))));
+        if (ep.active()) apply_epilogue(uk, View<T>{c.data + lo, c.rows, hi - lo, c.rs, 1}, ep.from_column(lo));
+    });
+}
+
 // Zero-padded or masked-off lanes compute x * 0, which raises FE_INVALID for x = inf although
 // the true product raises nothing. An invalid operation of the true product leaves a NaN in
 // C, so a FE_INVALID raised during the product with no NaN in C came from padding: clear it.

@@ -365,41 +365,6 @@ void gemv_tail(const fastgemm::KernelSet& ks) {
     std::free(chunk);
 }
 
-// few_rows on every row count, around its chunk (partial sums of tl columns a row) and the
-// rows of B a pass takes: exact small-integer sums, beta kept, A with a row stride and a column
-// stride, and a chunk of signalling NaNs that must raise no FE_INVALID.
-template <typename T>
-void few_rows_kernel(const fastgemm::KernelSet& ks) {
-    const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
-    const int64_t elems = fastgemm::kFewRowsChunkBytes / int64_t(sizeof(T));
-    T* chunk = static_cast<T*>(std::aligned_alloc(64, size_t(fastgemm::kFewRowsChunkBytes)));
-    for (int64_t m = 1; m <= fastgemm::kFewRowsMaxM; ++m) {
-        const int64_t tl = elems / m / uk.lanes * uk.lanes;
-        for (int64_t n : {int64_t(1), int64_t(uk.lanes + 1), tl - 1, tl + 5}) {
-            for (int64_t k : {int64_t(1), int64_t(5), int64_t(13)}) {
-                const int64_t rsa = 2 * k + 1, csa = 2;  // A strided both ways
-                std::vector<T> a(size_t(m * rsa)), b(size_t(k * n)), c(size_t(m * n), T(3));
-                for (int64_t i = 0; i < m; ++i)
-                    for (int64_t p = 0; p < k; ++p) a[size_t(i * rsa + p * csa)] = T((i + 2 * p) % 7 - 3);
-                for (int64_t e = 0; e < k * n; ++e) b[size_t(e)] = T(e % 5 - 2);
-                for (int64_t e = 0; e < elems; ++e) chunk[e] = std::numeric_limits<T>::signaling_NaN();
-                std::feclearexcept(FE_ALL_EXCEPT);
-                uk.few_rows(m, n, k, T(2), a.data(), rsa, csa, b.data(), n, T(-1), c.data(), n, chunk);
-                bool ok = !std::fetestexcept(FE_INVALID);
-                for (int64_t i = 0; i < m && ok; ++i)
-                    for (int64_t j = 0; j < n && ok; ++j) {
-                        T want = 0;
-                        for (int64_t p = 0; p < k; ++p) want += a[size_t(i * rsa + p * csa)] * b[size_t(p * n + j)];
-                        ok = c[size_t(i * n + j)] == 2 * want - 3;
-                    }
-                report(ok, std::string(ks.name) + " " + type_name<T>() + " few_rows " + std::to_string(m) + "x" +
-                               std::to_string(n) + "x" + std::to_string(k) + ": exact, no FE_INVALID from the chunk");
-            }
-        }
-    }
-    std::free(chunk);
-}
-
 // An Inf in A or B: the zero padding of tiles and masked lanes must not leave FE_INVALID set
 // when the true product has no invalid operation; an inf - inf in it must still raise it.
 template <typename T>
@@ -520,6 +485,49 @@ fastgemm::float16_t to_storage<fastgemm::float16_t>(float x) {
 template <typename S>
 const char* storage_name() {
     return std::is_same_v<S, fastgemm::bfloat16_t> ? "bfloat16" : "float16";
+}
+
+// few_rows of table `tab` (inputs stored as S, C as T) on every row count, around its chunk
+// (partial sums of tl columns a row) and the rows of B a pass takes: exact small-integer sums,
+// beta kept, A with a row stride and a column stride, and a chunk of signalling NaNs that must
+// raise no FE_INVALID.
+template <typename S, typename T, typename Tab>
+void few_rows_check(const fastgemm::KernelSet& ks, const Tab& tab, const char* type, int64_t lanes) {
+    auto stored = [](int v) {
+        if constexpr (std::is_same_v<S, T>) return T(v);
+        else return to_storage<S>(float(v));
+    };
+    const int64_t elems = fastgemm::kFewRowsChunkBytes / int64_t(sizeof(T));
+    T* chunk = static_cast<T*>(std::aligned_alloc(64, size_t(fastgemm::kFewRowsChunkBytes)));
+    for (int64_t m = 1; m <= fastgemm::kFewRowsMaxM; ++m) {
+        const int64_t tl = elems / m / lanes * lanes;  // stream_rows' partial sums per row
+        for (int64_t n : {int64_t(1), int64_t(9), tl - 1, tl + 5}) {
+            for (int64_t k : {int64_t(1), int64_t(5), int64_t(13)}) {
+                const int64_t rsa = 2 * k + 1, csa = 2;  // A strided both ways
+                std::vector<S> a(size_t(m * rsa), stored(0)), b(size_t(k * n));
+                std::vector<int> ai(size_t(m * rsa)), bi(size_t(k * n));
+                std::vector<T> c(size_t(m * n), T(3));
+                for (int64_t i = 0; i < m; ++i)
+                    for (int64_t p = 0; p < k; ++p) ai[size_t(i * rsa + p * csa)] = int((i + 2 * p) % 7 - 3);
+                for (int64_t e = 0; e < k * n; ++e) bi[size_t(e)] = int(e % 5 - 2);
+                for (size_t e = 0; e < a.size(); ++e) a[e] = stored(ai[e]);
+                for (size_t e = 0; e < b.size(); ++e) b[e] = stored(bi[e]);
+                for (int64_t e = 0; e < elems; ++e) chunk[e] = std::numeric_limits<T>::signaling_NaN();
+                std::feclearexcept(FE_ALL_EXCEPT);
+                tab.few_rows(m, n, k, T(2), a.data(), rsa, csa, b.data(), n, T(-1), c.data(), n, chunk);
+                bool ok = !std::fetestexcept(FE_INVALID);
+                for (int64_t i = 0; i < m && ok; ++i)
+                    for (int64_t j = 0; j < n && ok; ++j) {
+                        int want = 0;
+                        for (int64_t p = 0; p < k; ++p) want += ai[size_t(i * rsa + p * csa)] * bi[size_t(p * n + j)];
+                        ok = c[size_t(i * n + j)] == T(2 * want - 3);
+                    }
+                report(ok, std::string(ks.name) + " " + type + " few_rows " + std::to_string(m) + "x" +
+                               std::to_string(n) + "x" + std::to_string(k) + ": exact, no FE_INVALID from the chunk");
+            }
+        }
+    }
+    std::free(chunk);
 }
 
 template <typename S>
@@ -1008,8 +1016,10 @@ void all_cases(const fastgemm::KernelSet& ks) {
     packed_b<double>(ks);
     gemv_tail<float>(ks);
     gemv_tail<double>(ks);
-    few_rows_kernel<float>(ks);
-    few_rows_kernel<double>(ks);
+    few_rows_check<float, float>(ks, ks.f32, "float32", ks.f32.lanes);
+    few_rows_check<double, double>(ks, ks.f64, "float64", ks.f64.lanes);
+    few_rows_check<fastgemm::bfloat16_t, float>(ks, ks.lowp.bf16, "bfloat16", ks.f32.lanes);
+    few_rows_check<fastgemm::float16_t, float>(ks, ks.lowp.f16, "float16", ks.f32.lanes);
     epilogue_cases<float>(ks);
     epilogue_cases<double>(ks);
     fastgemm::set_max_threads(1);  // flags of worker threads never reach the caller

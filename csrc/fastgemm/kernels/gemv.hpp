@@ -1,4 +1,5 @@
-// Matrix-vector kernels: one row or one column of C, the matrix streamed once.
+// Streaming kernels: one row, a few rows or one column of C with the matrix (B, or A for a
+// column) streamed once, and a few rows against a pre-packed B's slivers.
 // Included only from kernels/*.cpp (through table.hpp). Every template takes a vector-traits
 // type V, and each kernel file's V is a distinct type in an anonymous namespace, so
 // instantiations compiled with different ISA flags never share a symbol (the linker could
@@ -12,6 +13,22 @@
 namespace fastgemm {
 namespace kernels {
 
+// How the streaming kernels read their inputs (L::S the stored type): load(p) W elements as a
+// V::reg, one(x) one element as V::T; an L made for the last `rest` < W elements of a row reads
+// them by part(p), the other lanes 0, when any(full, k). Each reader keeps its own tail test:
+// the code generated for both stayed as it was (objdump, avx2). DirectLoad: stored as V::T;
+// lowp.hpp has the widening one.
+template <typename V>
+struct DirectLoad {
+    using S = typename V::T;
+    typename V::mask tail;
+    explicit DirectLoad(int64_t rest) : tail(V::lanes(int(rest))) {}
+    static bool any(int64_t full, int64_t k) { return full < k; }
+    static typename V::reg load(const S* p) { return V::loadu(p); }
+    static S one(S x) { return x; }
+    typename V::reg part(const S* p) const { return V::maskz_loadu(tail, p); }
+};
+
 // Rows of B per pass for M rows of C: M x P broadcasts, P row vectors and an accumulator
 // within 16 vector registers (the fewest of any ISA here).
 template <int M>
@@ -21,17 +38,18 @@ constexpr int stream_rows_step = M <= 2   ? 4
                                           : 1;
 
 // t[i * tl + j] += sum_q A[i, q] B[q, j] for i < M, q < P, j < len: each vector of t loaded and
-// stored once per P rows of B. a: A's element (0, 0) of these P columns; r0: B's row 0 of them.
-template <typename V, int M, int P>
-void stream_rows_pass(int64_t full, int64_t len, typename V::mask tail, const typename V::T* a, int64_t rsa,
-                      int64_t csa, const typename V::T* r0, int64_t rsb, typename V::T* t, int64_t tl) {
+// stored once per P rows of B. a: A's element (0, 0) of these P columns; r0: B's row 0 of them;
+// `tail` reads the last len - full elements of a row.
+template <typename V, int M, int P, typename L>
+void stream_rows_pass(int64_t full, int64_t len, const L& tail, const typename L::S* a, int64_t rsa, int64_t csa,
+                      const typename L::S* r0, int64_t rsb, typename V::T* t, int64_t tl) {
     using R = typename V::reg;
     constexpr int W = V::W;
     R x[M][P];
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i)
 #pragma GCC unroll 4
-        for (int q = 0; q < P; ++q) x[i][q] = V::set1(a[i * rsa + q * csa]);
+        for (int q = 0; q < P; ++q) x[i][q] = V::set1(L::one(a[i * rsa + q * csa]));
     auto step = [&](int64_t j, const R(&bv)[P]) {
 #pragma GCC unroll 8
         for (int i = 0; i < M; ++i) {
@@ -44,13 +62,13 @@ void stream_rows_pass(int64_t full, int64_t len, typename V::mask tail, const ty
     for (int64_t j = 0; j < full; j += W) {
         R bv[P];
 #pragma GCC unroll 4
-        for (int q = 0; q < P; ++q) bv[q] = V::loadu(r0 + q * rsb + j);
+        for (int q = 0; q < P; ++q) bv[q] = L::load(r0 + q * rsb + j);
         step(j, bv);
     }
-    if (full < len) {
+    if (tail.any(full, len)) {
         R bv[P];
 #pragma GCC unroll 4
-        for (int q = 0; q < P; ++q) bv[q] = V::maskz_loadu(tail, r0 + q * rsb + full);
+        for (int q = 0; q < P; ++q) bv[q] = tail.part(r0 + q * rsb + full);
         step(full, bv);
     }
 }
@@ -58,10 +76,11 @@ void stream_rows_pass(int64_t full, int64_t len, typename V::mask tail, const ty
 // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j] for M rows of C, j < n, with B's
 // rows contiguous and streamed once, never packed: partial sums of M rows x as much of B's row
 // as fits in `chunk` (chunk_bytes, the calling thread's) are updated stream_rows_step<M> rows
-// of B at a time. Per element the sum runs over p in order.
-template <typename V, int M>
-void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
-                 const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
+// of B at a time. A and B are read through L (stored as L::S). Per element the sum runs over p
+// in order.
+template <typename V, int M, typename L = DirectLoad<V>>
+void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename L::S* a, int64_t rsa, int64_t csa,
+                 const typename L::S* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
                  typename V::T* chunk, int64_t chunk_bytes) {
     using T = typename V::T;
     constexpr int W = V::W, P = stream_rows_step<M>;
@@ -69,11 +88,11 @@ void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T*
     for (int64_t j0 = 0; j0 < n; j0 += tl) {
         const int64_t len = n - j0 < tl ? n - j0 : tl;
         const int64_t full = len / W * W;
-        const typename V::mask tail = V::lanes(int(len - full));
-        // The tail vector's lanes past len are summed too (0 * masked-out zeros): start them at 0.
+        const L tail(len - full);
+        // The tail vector's lanes past len are summed too (0 * zeros read for them): start them at 0.
         for (int i = 0; i < M; ++i)
             for (int64_t j = 0, padded = full < len ? full + W : full; j < padded; ++j) chunk[i * tl + j] = T(0);
-        const T* b0 = b + j0;
+        const typename L::S* b0 = b + j0;
         int64_t p = 0;
         for (; p + P <= k; p += P)
             stream_rows_pass<V, M, P>(full, len, tail, a + p * csa, rsa, csa, b0 + p * rsb, rsb, chunk, tl);
@@ -95,35 +114,21 @@ void gemv_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x
 }
 
 // stream_rows for 1 <= m <= kFewRowsMaxM rows of C, in a chunk of kFewRowsChunkBytes.
-template <typename V>
-void few_rows(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
-              const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
+template <typename V, typename L = DirectLoad<V>>
+void few_rows(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename L::S* a, int64_t rsa, int64_t csa,
+              const typename L::S* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
               typename V::T* chunk) {
     static_assert(kFewRowsMaxM == 6, "one case per row count");
     constexpr int64_t B = kFewRowsChunkBytes;
     switch (m) {
-        case 1: return stream_rows<V, 1>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
-        case 2: return stream_rows<V, 2>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
-        case 3: return stream_rows<V, 3>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
-        case 4: return stream_rows<V, 4>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
-        case 5: return stream_rows<V, 5>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
-        default: return stream_rows<V, 6>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
+        case 1: return stream_rows<V, 1, L>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
+        case 2: return stream_rows<V, 2, L>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
+        case 3: return stream_rows<V, 3, L>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
+        case 4: return stream_rows<V, 4, L>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
+        case 5: return stream_rows<V, 5, L>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
+        default: return stream_rows<V, 6, L>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
     }
 }
-
-// How gemv_dots reads x and the matrix (L::S the stored type): load(p) W elements as a V::reg;
-// an L made for the last `rest` < W elements of a dot reads them by part(p), the other lanes 0,
-// when any(full, k). Each reader keeps its own tail test: the code generated for both stayed as
-// it was (objdump, avx2). DirectLoad: stored as V::T; lowp.hpp has the widening one.
-template <typename V>
-struct DirectLoad {
-    using S = typename V::T;
-    typename V::mask tail;
-    explicit DirectLoad(int64_t rest) : tail(V::lanes(int(rest))) {}
-    static bool any(int64_t full, int64_t k) { return full < k; }
-    static typename V::reg load(const S* p) { return V::loadu(p); }
-    typename V::reg part(const S* p) const { return V::maskz_loadu(tail, p); }
-};
 
 // y[j] = dot(x, M[j, :]) for four rows of M at a time (x loaded once per four dots); each dot
 // keeps W partial sums and adds them up at the end.
@@ -176,10 +181,12 @@ void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename L::S* x
     }
 }
 
-// Rows of C packed_rows takes against G slivers at a time: M x G x NV accumulators (at most
-// 8 on every tile here), G streams of B.
+// Slivers packed_rows takes at a time for M rows: M x G x NV accumulators (at most 12 on
+// every tile here), G streams of B.
 template <int M>
-constexpr int packed_rows_group = M == 1 ? 4 : M == 2 ? 3 : 2;
+constexpr int packed_rows_group = M == 1   ? 4
+                                  : M == 2 ? 3
+                                           : 2;
 
 // C[i, 0:n] = alpha * sum_p A[i, p] B[p, 0:n] + beta * C[i, 0:n] for M rows over B packed as
 // pack_b writes it (ceil(n / NR) slivers of k x NR, NR = NV vectors, the last zero-padded),

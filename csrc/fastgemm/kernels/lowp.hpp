@@ -123,7 +123,8 @@ void gemv_rows_cvt(int64_t n, int64_t k, float alpha, const typename C::S* x, in
     }
 }
 
-// gemv_dots' reading (gemv.hpp) of x and the matrix in C::S, widened as they stream.
+// The streaming kernels' reading (gemv.hpp: gemv_dots, few_rows) of their inputs in C::S,
+// widened as they stream.
 template <typename V, typename C>
 struct WidenLoad {
     using S = typename C::S;
@@ -131,6 +132,7 @@ struct WidenLoad {
     explicit WidenLoad(int64_t r) : rest(r) {}
     bool any(int64_t, int64_t) const { return rest != 0; }
     static typename V::reg load(const S* p) { return C::load(p); }
+    static float one(S x) { return C::one(x); }
     typename V::reg part(const S* p) const { return load_part<V, C>(p, rest); }
 };
 
@@ -153,8 +155,8 @@ void widen(int64_t rows, int64_t cols, const typename C::S* src, int64_t rs, int
 
 template <typename V, typename C, int MR, int NR>
 constexpr LowpTable<typename C::S> lowp_table() {
-    return {&pack_a_cvt<V, C, MR>, &pack_b_cvt<V, C, NR>, &gemv_rows_cvt<V, C>, &gemv_dots<V, WidenLoad<V, C>>,
-            &widen<V, C>};
+    return {&pack_a_cvt<V, C, MR>,          &pack_b_cvt<V, C, NR>,         &gemv_rows_cvt<V, C>,
+            &gemv_dots<V, WidenLoad<V, C>>, &few_rows<V, WidenLoad<V, C>>, &widen<V, C>};
 }
 
 // The LowpKernels of a kernel file whose float32 main tile is MR x (NV vectors of V).
