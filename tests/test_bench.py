@@ -38,12 +38,13 @@ def test_full_suite_covers_the_issue():
         assert (s, s, s, 0, "float32") in shapes and (s, s, s, 0, "float64") in shapes
     for m, n, k in ((127, 129, 131), (1000, 1000, 1000)):
         assert (m, n, k, 0, "float64") in shapes
-    for m, n, k in ((2048, 11008, 4096), (1, 4096, 4096), (16, 4096, 4096), (4096, 4096, 16), (8192, 64, 8192)):
+    llm = ((2048, 11008, 4096), (1, 4096, 4096), (4, 4096, 4096), (16, 4096, 4096), (4096, 4096, 16), (8192, 64, 8192))
+    for m, n, k in llm:
         assert (m, n, k, 0, "float32") in shapes
     assert (64, 64, 64, 1000, "float32") in shapes and (8, 8, 8, 10000, "float64") in shapes
     assert {c.layout for c in cases} == set(suite.LAYOUTS) | {suite.PACKED_LAYOUT}
     kn = {(c.m, c.layout) for c in cases if (c.n, c.k, c.dtype) == (4096, 4096, "float32")}
-    assert kn >= {(m, lay) for m in (1, 16, 64, 256) for lay in ("contiguous", suite.PACKED_LAYOUT)}
+    assert kn >= {(m, lay) for m in (1, 4, 16, 64, 256) for lay in ("contiguous", suite.PACKED_LAYOUT)}
     assert all(c.group == "packed" for c in cases if c.layout == suite.PACKED_LAYOUT)
     assert len({c.key for c in cases}) == len(cases)
     assert all(c.dtype == "float64" for c in suite.full_suite("float64"))

@@ -99,13 +99,14 @@ ODD = ((127, 129, 131), (1000, 1000, 1000))
 LLM = (
     ("llm", 2048, 11008, 4096),  # prefill: 2048 tokens through an MLP up-projection
     ("llm", 1, 4096, 4096),  # decode, batch 1
+    ("llm", 4, 4096, 4096),  # decode, batch 4
     ("llm", 16, 4096, 4096),  # decode, batch 16
     ("llm", 4096, 4096, 16),  # small K (low-rank update)
     ("llm", 8192, 64, 8192),  # one attention head's projection
 )
 # Pre-packed weights: gemm(x, pack(W)) against gemm(x, W) (the same shape, unpacked, in the row
 # beside it) and the others' x @ W, K = N = 4096: decode steps and small batches of tokens.
-PACKED_M = (1, 16, 64, 256)
+PACKED_M = (1, 4, 16, 64, 256)
 PACKED_KN = 4096
 # The layout of the packed rows: fastgemm gets fastgemm.pack(b), packed before timing; the
 # other libraries get b itself.
