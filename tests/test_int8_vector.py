@@ -1,5 +1,5 @@
-"""int8 products with one row (a decode step, x @ W): the matrix-vector kernels on every kernel this
-machine runs, exact against an int64 NumPy reference, for W row-major (k x n) and W stored n x k
+"""int8 products with one row (a decode step, x @ W) or a few rows: the streaming kernels on every
+kernel this machine runs, exact against an int64 NumPy reference, for W row-major (k x n) and W stored n x k
 as a Linear layer does (trans_b=True), shapes around the kernels' vector widths and the chunk,
 the int32 extremes over long K, and the dequantised float32 row (scale, bias, activation)
 bitwise equal to the same row computed by the int8 tile.
@@ -81,7 +81,7 @@ def test_dequantised_row_is_the_tile_row(kernel, adt):
     for n, k in ((37, 70), (4097, 33), (130, 1031)):
         x, w = rand(k, adt), rand((k, n), np.int8)
         wt = np.ascontiguousarray(w.T)
-        two = np.vstack([x, rand(k, adt)])  # m = 2: the tile path
+        two = np.vstack([x, rand((7, k), adt)])  # m = 8: past the few-row forms, the tile path
         s = RNG_SCALE.uniform(-0.002, 0.002, size=n).astype(np.float32)
         bias = RNG_SCALE.uniform(-2.0, 2.0, size=n).astype(np.float32)
         np.testing.assert_array_equal(fastgemm.gemm(x[None, :], w, scale=s), dequantised(x[None, :], w, s))
@@ -95,6 +95,31 @@ def test_dequantised_row_is_the_tile_row(kernel, adt):
 
 
 RNG_SCALE = np.random.default_rng(1212)
+
+
+@pytest.mark.parametrize("adt", A_TYPES)
+def test_few_rows_exact_and_the_tile_rows(kernel, adt):
+    """2 to 7 rows (streamed up to 6 where the kernel set streams few rows): exact, accumulated
+    into a given C, and dequantised with bias and activation bitwise equal to the same rows of an
+    8-row product (the tile); around the partial-sum chunk of 3 and 6 rows; 1 and 2 threads."""
+    for m, n, k in ((2, 300, 70), (3, 5470, 33), (5, 130, 1031), (6, 2730, 17), (7, 64, 9)):
+        a, w = rand((8, k), adt), rand((k, n), np.int8)
+        s = RNG_SCALE.uniform(-0.002, 0.002, size=n).astype(np.float32)
+        bias = RNG_SCALE.uniform(-2.0, 2.0, size=n).astype(np.float32)
+        tile = fastgemm.gemm(a, w, scale=s, bias=bias, activation="gelu_tanh")[:m]
+        c0 = rand((m, n), np.int8).astype(np.int32) * 1000
+        before = fastgemm.get_num_threads()
+        try:
+            for threads in (1, 2):
+                fastgemm.set_num_threads(threads)
+                np.testing.assert_array_equal(fastgemm.gemm(a[:m], w), reference(a[:m], w), err_msg=f"{m}x{n}x{k}")
+                c = c0.copy()
+                fastgemm.gemm(a[:m], w, c, beta=1)
+                np.testing.assert_array_equal(c, c0 + reference(a[:m], w))
+                got = fastgemm.gemm(a[:m], w, scale=s, bias=bias, activation="gelu_tanh")
+                assert got.tobytes() == tile.tobytes(), f"{kernel} {m}x{n}x{k} threads={threads}"
+        finally:
+            fastgemm.set_num_threads(before)
 
 
 @pytest.mark.parametrize("adt", A_TYPES)

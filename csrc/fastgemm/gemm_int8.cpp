@@ -132,10 +132,23 @@ void run(const KernelSet& ks, View<const A> a, const B& b, char* c, int64_t rsc,
     const View<const int8_t> vb = shape_of(b);
     const int64_t m = a.rows, n = vb.cols, k = a.cols;
     const Int8Table<A>& t = pick<Int8Table<A>>(ik.u8, ik.s8);
-    if constexpr (!std::is_same_v<B, PackedInt8B>)
-        if ((m == 1 || n == 1) && try_gemv(ks, t, a, b, c, rsc, csc, accumulate, scale, scale_inc, ep)) return;
-    const Int8Product<A> product{t, a, vb, c, rsc, csc, accumulate, scale, scale_inc, ks.f32, ep, k};
     const int threads = threads_for(m, n, k);
+    if constexpr (!std::is_same_v<B, PackedInt8B>) {
+        if ((m == 1 || n == 1) && try_gemv(ks, t, a, b, c, rsc, csc, accumulate, scale, scale_inc, ep)) return;
+        if (few_rows_fit(ks.tuning, b, View<int32_t>{nullptr, m, n, rsc, csc})) {
+            // A few rows: B streamed once where it is, as for one row; see docs/DESIGN.md, "Few rows".
+            char* chunks = static_cast<char*>(thread_gemv_chunks(threads, kFewRowsChunkBytes));
+            parallel_ranges(threads, n, 16, [&](int tid, int64_t lo, int64_t hi) {
+                t.few_rows(m, hi - lo, k, a.data, a.rs, a.cs, b.data + lo, b.rs, c + lo * 4, rsc, accumulate,
+                           scale ? scale + lo * scale_inc : nullptr, scale_inc, chunks + tid * kFewRowsChunkBytes);
+                if (scale && ep.active())
+                    apply_epilogue(ks.f32, View<float>{reinterpret_cast<float*>(c) + lo, m, hi - lo, rsc, 1},
+                                   ep.from_column(lo));
+            });
+            return;
+        }
+    }
+    const Int8Product<A> product{t, a, vb, c, rsc, csc, accumulate, scale, scale_inc, ks.f32, ep, k};
     if constexpr (std::is_same_v<B, PackedInt8B>)
         five_loops(FromPacked<Int8Product<A>>{product, b}, int8_blocking(ik), threads, m, n, k);
     else five_loops(product, int8_blocking(ik), threads, m, n, k);

@@ -211,6 +211,11 @@ struct Int8Table {
     // gemv_dots: x[p] (contiguous), M[j * ldm + p] (a Linear layer's n x k weights), y[j * incy].
     void (*gemv_dots)(int64_t n, int64_t k, const A* x, const int8_t* mat, int64_t ldm, void* y, int64_t incy, bool add,
                       const float* scale, int64_t scale_inc);
+    // few_rows: 1 <= m <= kFewRowsMaxM rows of C, A[i, p] at a[i * rsa + p * csa], B's rows
+    // contiguous (rsb apart), C's row i at c + i * rsc elements (4 bytes each) and contiguous,
+    // each row finished as gemv_rows finishes one; `chunk`: kFewRowsChunkBytes, the calling thread's.
+    void (*few_rows)(int64_t m, int64_t n, int64_t k, const A* a, int64_t rsa, int64_t csa, const int8_t* b,
+                     int64_t rsb, void* c, int64_t rsc, bool add, const float* scale, int64_t scale_inc, void* chunk);
 };
 
 struct Int8Kernels {

@@ -28,6 +28,7 @@
 #include "../fastgemm/gemm_int8.hpp"
 #include "../fastgemm/gemm_lowp.hpp"
 #include "../fastgemm/packed.hpp"
+#include "../fastgemm/paths.hpp"
 #include "../fastgemm/scratch.hpp"
 #include "../fastgemm/threading.hpp"
 #include "../fastgemm/view.hpp"
@@ -979,6 +980,38 @@ void int8_rows(const fastgemm::KernelSet& ks) {
     const int64_t k_wrap = std::numeric_limits<A>::min() == 0 ? 65794 : 131072;
     run_int8_case<A>(ks.name, 1, 19, k_wrap, kRowMajor, kRowMajor, kRowMajor, false, false, true);
     run_int8_case<A>(ks.name, 1, 19, k_wrap, kRowMajor, kColMajor, kStepped, false, false, true);
+    // A few rows (streamed where the set streams them): around the partial-sum chunk of 3 and 6
+    // rows (5456 and 2720 columns), plain, accumulated and scaled, and the extremes.
+    for (int64_t m = 2; m <= fastgemm::kFewRowsMaxM + 1; ++m)
+        for (int64_t n : {int64_t(17), m == 3 ? int64_t(5470) : m == 6 ? int64_t(2730) : int64_t(300)}) {
+            ++idx;
+            run_int8_case<A>(ks.name, m, n, 37, Layout(idx % kLayouts), kRowMajor, kRowMajor, idx % 3 == 1,
+                             idx % 3 == 2, false);
+        }
+    run_int8_case<A>(ks.name, 3, 19, k_wrap, kRowMajor, kRowMajor, kRowMajor, false, false, true);
+    // The kernel itself on every set (gemm_int8 streams few rows only where the set's tuning says).
+    const fastgemm::Int8Table<A>& t =
+        fastgemm::pick<fastgemm::Int8Table<A>>(fastgemm::int8_kernels(ks).u8, fastgemm::int8_kernels(ks).s8);
+    void* chunk = std::aligned_alloc(64, size_t(fastgemm::kFewRowsChunkBytes));
+    for (int64_t m = 1; m <= fastgemm::kFewRowsMaxM; ++m) {
+        const int64_t n = fastgemm::kFewRowsChunkBytes / 4 / m + 3, k = 37;
+        std::vector<A> a(size_t(m * k));
+        std::vector<int8_t> b(size_t(k * n));
+        std::vector<int32_t> c(size_t(m * n));
+        for (auto& v : a) v = A(uniform() * 255.0 - (std::numeric_limits<A>::min() == 0 ? 0.0 : 128.0));
+        for (auto& v : b) v = int8_t(uniform() * 255.0 - 128.0);
+        t.few_rows(m, n, k, a.data(), k, 1, b.data(), n, c.data(), n, false, nullptr, 0, chunk);
+        bool ok = true;
+        for (int64_t i = 0; i < m && ok; ++i)
+            for (int64_t j = 0; j < n && ok; ++j) {
+                int64_t sum = 0;
+                for (int64_t p = 0; p < k; ++p) sum += int64_t(a[size_t(i * k + p)]) * int64_t(b[size_t(p * n + j)]);
+                ok = c[size_t(i * n + j)] == int32_t(sum);
+            }
+        report(ok,
+               std::string(ks.name) + " int8 few_rows m=" + std::to_string(m) + " n=" + std::to_string(n) + ": exact");
+    }
+    std::free(chunk);
 }
 
 // --quick, for CPUs qemu emulates (what they add is dispatch; the full driver runs natively):

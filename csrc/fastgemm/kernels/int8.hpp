@@ -184,7 +184,8 @@ constexpr Int8Table<A> int8_table(std::integer_sequence<int, M...>) {
             &pack_a_i8<I, A, MR>,
             &pack_b_i8<I, NV * I::W, fix>,
             &gemv_rows_i8<I, A>,
-            &gemv_dots_i8<I, A>};
+            &gemv_dots_i8<I, A>,
+            &few_rows_i8<I, A>};
 }
 
 // The Int8Kernels of a kernel file: an MR x (NV vectors) int32 tile over traits I.

@@ -1,5 +1,5 @@
-// int8 matrix-vector kernels: one row of an int8 product (a decode step), x (uint8 or int8)
-// times an int8 matrix streamed once where it is, no packing. Exact int32 sums that wrap modulo
+// int8 streaming kernels: one row (a decode step) or a few rows of an int8 product, A (uint8 or
+// int8) times an int8 matrix streamed once where it is, no packing. Exact int32 sums that wrap modulo
 // 2^32 like the tile's (integer sums in any order give the same bits). Included only from
 // kernels/*.cpp (through int8.hpp); each file's traits I is its own type (see int8.hpp).
 //
@@ -31,33 +31,66 @@ inline void put_i8(void* y, int64_t i, int64_t j, uint32_t sum, bool add, const 
     *out = add ? *out + sum : sum;
 }
 
+// C[i, j] = sum_p A[i, p] B[p, j] for M rows of C (row i at c + i * rsc elements), j < n, B's
+// rows contiguous (rsb apart): four rows of B at a time into partial sums held in `chunk`
+// (chunk_bytes, the calling thread's; M rows x as much of B's row as fits), each row of B one
+// sequential stream. Each row of C is the one-row form's (rows4 per row of C).
+template <typename I, typename A, int M>
+void stream_rows_i8(int64_t n, int64_t k, const A* a, int64_t rsa, int64_t csa, const int8_t* b, int64_t rsb, void* c,
+                    int64_t rsc, bool add, const float* scale, int64_t scale_inc, void* chunk, int64_t chunk_bytes) {
+    constexpr int64_t C = I::GC;
+    const int64_t tl = chunk_bytes / 4 / M / C * C;  // partial sums per row of C
+    auto* t = static_cast<uint32_t*>(chunk);
+    for (int64_t j0 = 0; j0 < n; j0 += tl) {
+        const int64_t len = n - j0 < tl ? n - j0 : tl;
+        const int64_t full = len / C * C;
+        for (int i = 0; i < M; ++i)
+            for (int64_t j = 0; j < len; ++j) t[i * tl + j] = 0;
+        for (int64_t p = 0; p < k; p += 4) {
+            const int8_t* r[4];
+            int32_t xv[M][4];
+            typename I::xq xs[M];
+            for (int q = 0; q < 4; ++q) {
+                const bool live = p + q < k;
+                r[q] = b + (live ? p + q : p) * rsb + j0;
+                for (int i = 0; i < M; ++i) xv[i][q] = live ? int32_t(a[i * rsa + (p + q) * csa]) : 0;
+            }
+            for (int i = 0; i < M; ++i) xs[i] = I::x4(xv[i][0], xv[i][1], xv[i][2], xv[i][3]);
+            for (int64_t j = 0; j < full; j += C)
+                for (int i = 0; i < M; ++i) I::rows4(t + i * tl + j, r[0] + j, r[1] + j, r[2] + j, r[3] + j, xs[i]);
+            for (int64_t j = full; j < len; ++j)
+                for (int i = 0; i < M; ++i)
+                    for (int q = 0; q < 4; ++q) t[i * tl + j] += uint32_t(xv[i][q] * int32_t(r[q][j]));
+        }
+        for (int i = 0; i < M; ++i) {
+            void* ci = static_cast<char*>(c) + i * rsc * 4;
+            for (int64_t j = 0; j < len; ++j) put_i8(ci, j0 + j, j0 + j, t[i * tl + j], add, scale, scale_inc);
+        }
+    }
+}
+
 // y[j] = sum_p x[p * incx] M[p, j] for j < n, M's rows contiguous (ldm apart), y contiguous:
-// four rows of M at a time into partial sums held in `chunk` (kGemvChunkBytes, the float
-// gemv_rows' chunk; see docs/DESIGN.md, "Matrix-vector chunk"), each row one sequential stream.
+// stream_rows_i8 for one row, in the matrix-vector chunk (kGemvChunkBytes, the float
+// gemv_rows' chunk; see docs/DESIGN.md, "Matrix-vector chunk").
 template <typename I, typename A>
 void gemv_rows_i8(int64_t n, int64_t k, const A* x, int64_t incx, const int8_t* mat, int64_t ldm, void* y, bool add,
                   const float* scale, int64_t scale_inc, void* chunk) {
-    constexpr int64_t kChunk = kGemvChunkBytes / 4, C = I::GC;
-    static_assert(kChunk % C == 0, "the chunk holds whole steps");
-    auto* t = static_cast<uint32_t*>(chunk);
-    for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
-        const int64_t len = n - j0 < kChunk ? n - j0 : kChunk;
-        const int64_t full = len / C * C;
-        for (int64_t j = 0; j < len; ++j) t[j] = 0;
-        for (int64_t p = 0; p < k; p += 4) {
-            const int8_t* r[4];
-            int32_t xv[4];
-            for (int q = 0; q < 4; ++q) {
-                const bool live = p + q < k;
-                r[q] = mat + (live ? p + q : p) * ldm + j0;
-                xv[q] = live ? int32_t(x[(p + q) * incx]) : 0;
-            }
-            const typename I::xq xs = I::x4(xv[0], xv[1], xv[2], xv[3]);
-            for (int64_t j = 0; j < full; j += C) I::rows4(t + j, r[0] + j, r[1] + j, r[2] + j, r[3] + j, xs);
-            for (int64_t j = full; j < len; ++j)
-                for (int q = 0; q < 4; ++q) t[j] += uint32_t(xv[q] * int32_t(r[q][j]));
-        }
-        for (int64_t j = 0; j < len; ++j) put_i8(y, j0 + j, j0 + j, t[j], add, scale, scale_inc);
+    stream_rows_i8<I, A, 1>(n, k, x, 0, incx, mat, ldm, y, 0, add, scale, scale_inc, chunk, kGemvChunkBytes);
+}
+
+// stream_rows_i8 for 1 <= m <= kFewRowsMaxM rows of C, in a chunk of kFewRowsChunkBytes.
+template <typename I, typename A>
+void few_rows_i8(int64_t m, int64_t n, int64_t k, const A* a, int64_t rsa, int64_t csa, const int8_t* b, int64_t rsb,
+                 void* c, int64_t rsc, bool add, const float* scale, int64_t scale_inc, void* chunk) {
+    static_assert(kFewRowsMaxM == 6, "one case per row count");
+    constexpr int64_t B = kFewRowsChunkBytes;
+    switch (m) {
+        case 1: return stream_rows_i8<I, A, 1>(n, k, a, rsa, csa, b, rsb, c, rsc, add, scale, scale_inc, chunk, B);
+        case 2: return stream_rows_i8<I, A, 2>(n, k, a, rsa, csa, b, rsb, c, rsc, add, scale, scale_inc, chunk, B);
+        case 3: return stream_rows_i8<I, A, 3>(n, k, a, rsa, csa, b, rsb, c, rsc, add, scale, scale_inc, chunk, B);
+        case 4: return stream_rows_i8<I, A, 4>(n, k, a, rsa, csa, b, rsb, c, rsc, add, scale, scale_inc, chunk, B);
+        case 5: return stream_rows_i8<I, A, 5>(n, k, a, rsa, csa, b, rsb, c, rsc, add, scale, scale_inc, chunk, B);
+        default: return stream_rows_i8<I, A, 6>(n, k, a, rsa, csa, b, rsb, c, rsc, add, scale, scale_inc, chunk, B);
     }
 }
 
