@@ -106,43 +106,46 @@ inline void prefetch_row_piece(const void* row, int64_t ahead_bytes) {
     for (int off = 0; off < Bytes; off += 64) __builtin_prefetch(reinterpret_cast<const void*>(p + off), 0, 0);
 }
 
+// Slivers per pass over a row-major B's rows: as many as make 512-byte row pieces (elements of
+// S), which the hardware prefetcher follows, not one line per page of a wide B; see
+// docs/DESIGN.md, "Packing B by rows".
+template <int NR, typename S>
+constexpr int pack_b_group = 512 / (NR * int(sizeof(S))) > 1 ? 512 / (NR * int(sizeof(S))) : 1;
+
+// G consecutive full slivers of a row-major B (b0: the first one's column 0) into dst, kc x NR
+// each, a row piece of G x NR elements at a time, prefetched kPackPrefetchRows rows ahead.
+// load(p): W elements at p as a V::reg (V::loadu, or a widening load).
+template <typename V, int NR, int G, typename S, typename Load>
+void pack_b_rows(int64_t kc, const S* b0, int64_t rsb, typename V::T* dst, Load load) {
+    constexpr int W = V::W;
+    static_assert(NR % W == 0, "a sliver is whole vectors");
+    for (int64_t p = 0; p < kc; ++p) {
+        const S* br = b0 + p * rsb;
+        prefetch_row_piece<G * NR* int(sizeof(S))>(br, kPackPrefetchRows * rsb * int64_t(sizeof(S)));
+#pragma GCC unroll 16
+        for (int g = 0; g < G; ++g)
+#pragma GCC unroll 8
+            for (int j = 0; j < NR; j += W) V::storeu(dst + g * NR * kc + p * NR + j, load(br + g * NR + j));
+    }
+}
+
 template <typename V, int NR>
 void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t csb, typename V::T* bp, int64_t s0,
             int64_t s1) {
     using T = typename V::T;
-    constexpr int W = V::W;
-    static_assert(NR % W == 0, "a sliver is whole vectors");
-    // Row-major B: G slivers per pass over the rows, so each row read is 512 consecutive bytes
-    // the hardware prefetcher follows, not one line per page of a wide B; see docs/DESIGN.md,
-    // "Packing B by rows".
-    constexpr int G = 512 / (NR * int(sizeof(T))) > 1 ? 512 / (NR * int(sizeof(T))) : 1;
+    constexpr int G = pack_b_group<NR, T>;
+    auto load = [](const T* p) { return V::loadu(p); };
     int64_t s = s0;
-    if (csb == 1) {
-        for (; s + G <= s1 && (s + G) * NR <= nc; s += G) {
-            const T* b0 = b + s * NR;
-            T* dst = bp + s * NR * kc;
-            for (int64_t p = 0; p < kc; ++p) {
-                const T* br = b0 + p * rsb;
-                prefetch_row_piece<G * NR* int(sizeof(T))>(br, kPackPrefetchRows * rsb * int64_t(sizeof(T)));
-#pragma GCC unroll 16
-                for (int g = 0; g < G; ++g)
-#pragma GCC unroll 8
-                    for (int j = 0; j < NR; j += W)
-                        V::storeu(dst + g * NR * kc + p * NR + j, V::loadu(br + g * NR + j));
-            }
-        }
-    }
+    if (csb == 1)
+        for (; s + G <= s1 && (s + G) * NR <= nc; s += G)
+            pack_b_rows<V, NR, G>(kc, b + s * NR, rsb, bp + s * NR * kc, load);
     for (; s < s1; ++s) {
         const int64_t j0 = s * NR;
         const int64_t cols = nc - j0 < NR ? nc - j0 : NR;
         const T* b0 = b + j0 * csb;
         T* dst = bp + s * NR * kc;
         if (cols == NR && csb == 1) {
-            for (int64_t p = 0; p < kc; ++p) {
-                const T* br = b0 + p * rsb;
-#pragma GCC unroll 8
-                for (int j = 0; j < NR; j += W) V::storeu(dst + p * NR + j, V::loadu(br + j));
-            }
+            pack_b_rows<V, NR, 1>(kc, b0, rsb, dst, load);
         } else if (cols == NR && rsb == 1) {
             // B transposed: each column is contiguous along k.
             int64_t p0 = 0;
@@ -198,36 +201,19 @@ template <typename V, typename C, int NR>
 void pack_b_cvt(int64_t kc, int64_t nc, const typename C::S* b, int64_t rsb, int64_t csb, float* bp, int64_t s0,
                 int64_t s1) {
     using S = typename C::S;
-    constexpr int W = V::W;
-    static_assert(NR % W == 0, "a sliver is whole vectors");
-    // Row-major B: 512-byte row pieces, prefetched, as in pack_b.
-    constexpr int G = 512 / (NR * int(sizeof(S))) > 1 ? 512 / (NR * int(sizeof(S))) : 1;
+    constexpr int G = pack_b_group<NR, S>;
+    auto load = [](const S* p) { return C::load(p); };
     int64_t s = s0;
-    if (csb == 1) {
-        for (; s + G <= s1 && (s + G) * NR <= nc; s += G) {
-            const S* b0 = b + s * NR;
-            float* dst = bp + s * NR * kc;
-            for (int64_t p = 0; p < kc; ++p) {
-                const S* br = b0 + p * rsb;
-                prefetch_row_piece<G * NR* int(sizeof(S))>(br, kPackPrefetchRows * rsb * int64_t(sizeof(S)));
-#pragma GCC unroll 16
-                for (int g = 0; g < G; ++g)
-#pragma GCC unroll 8
-                    for (int j = 0; j < NR; j += W) V::storeu(dst + g * NR * kc + p * NR + j, C::load(br + g * NR + j));
-            }
-        }
-    }
+    if (csb == 1)
+        for (; s + G <= s1 && (s + G) * NR <= nc; s += G)
+            pack_b_rows<V, NR, G>(kc, b + s * NR, rsb, bp + s * NR * kc, load);
     for (; s < s1; ++s) {
         const int64_t j0 = s * NR;
         const int64_t cols = nc - j0 < NR ? nc - j0 : NR;
         const S* b0 = b + j0 * csb;
         float* dst = bp + s * NR * kc;
         if (cols == NR && csb == 1) {
-            for (int64_t p = 0; p < kc; ++p) {
-                const S* br = b0 + p * rsb;
-#pragma GCC unroll 8
-                for (int j = 0; j < NR; j += W) V::storeu(dst + p * NR + j, C::load(br + j));
-            }
+            pack_b_rows<V, NR, 1>(kc, b0, rsb, dst, load);
         } else if (cols == NR && rsb == 1) {
             for (int j = 0; j < NR; ++j) {
                 const S* bc = b0 + j * csb;
