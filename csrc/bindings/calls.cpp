@@ -91,8 +91,8 @@ View<const T> operand(PyArrayObject* x, bool left) {
 
 // matmul_call(a, b, out): np.matmul(a, b, out=out) for float operands whose stacks broadcast,
 // 1-D ones promoted as NumPy promotes them and their axis dropped from the result; or
-// NotImplemented. A vector . vector product longer than kVectorDotMaxBytes is left to NumPy's
-// BLAS dot, as np.dot's and the switch's are; with `out` it takes the general path.
+// NotImplemented. A long vector . vector product (long_vector_dot) is left to NumPy's BLAS dot,
+// as np.dot's and the switch's are; with `out` it takes the general path.
 template <typename T>
 PyObject* matmul_typed(PyArrayObject* a, PyArrayObject* b, PyObject* out_obj) {
     const int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
@@ -100,7 +100,7 @@ PyObject* matmul_typed(PyArrayObject* a, PyArrayObject* b, PyObject* out_obj) {
     const npy_intp e = sizeof(T);
     const View<const T> va = operand<T>(a, true), vb = operand<T>(b, false);
     if (va.cols != vb.rows) return not_implemented();
-    if (na == 1 && nb == 1 && (out_obj != Py_None || va.cols * e > kVectorDotMaxBytes)) return not_implemented();
+    if (na == 1 && nb == 1 && (out_obj != Py_None || long_vector_dot(va.cols, e))) return not_implemented();
     // Batch axes: an operand's axes before its matrix (none for a 1-D one), aligned at the right.
     const int ba = na > 2 ? na - 2 : 0, bb = nb > 2 ? nb - 2 : 0, nbatch = ba > bb ? ba : bb;
     const int nd = nbatch + (na > 1) + (nb > 1);  // the result's dimensions

@@ -214,7 +214,7 @@ bool result_shape(PyArrayObject* a, PyArrayObject* b, int bk, npy_intp e, int& n
     const int na = PyArray_NDIM(a), nb = PyArray_NDIM(b);
     if (na == 0 || nb == 0 || PyArray_DIM(a, na - 1) != PyArray_DIM(b, bk)) return false;
     nd = na + nb - 2;
-    if (nd > NPY_MAXDIMS || (nd == 0 && PyArray_DIM(a, 0) * e > kVectorDotMaxBytes)) return false;
+    if (nd > NPY_MAXDIMS || (nd == 0 && long_vector_dot(PyArray_DIM(a, 0), e))) return false;
     int d = 0;
     for (int i = 0; i < na - 1; ++i) dims[d++] = PyArray_DIM(a, i);
     for (int j = 0; j < nb; ++j)

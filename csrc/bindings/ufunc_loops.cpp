@@ -77,7 +77,7 @@ void gufunc_loop(char** args, npy_intp const* dims, npy_intp const* steps, void*
     const npy_intp batch = dims[0];
     const Geometry g = geometry<O>(dims, steps);
     // A long vector . vector product goes to NumPy's loop (its BLAS dot), as np.dot's does.
-    const bool long_dot = batch == 1 && g.n == 1 && g.m == 1 && g.k * npy_intp(sizeof(T)) > kVectorDotMaxBytes;
+    const bool long_dot = batch == 1 && g.n == 1 && g.m == 1 && long_vector_dot(g.k, sizeof(T));
     const bool ok =
         O == kMatmul ? !long_dot
                      : double(g.n) * double(g.k) * double(g.m) >= double(g_min_flops.load(std::memory_order_relaxed));

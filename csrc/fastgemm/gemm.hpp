@@ -27,5 +27,7 @@ extern template void gemm<double>(double, View<const double>, View<const double>
 // 32 KiB per operand, 1.08x-1.29x at 8-16 KiB (Zen 3, 1 thread). NumPy's entries under the
 // switch hand such products back to NumPy; docs/DESIGN.md, "np.dot in C".
 constexpr int64_t kVectorDotMaxBytes = 16384;
+// Whether a vector . vector product of k elements of elem_bytes each is such a product.
+constexpr bool long_vector_dot(int64_t k, int64_t elem_bytes) { return k * elem_bytes > kVectorDotMaxBytes; }
 
 }  // namespace fastgemm
