@@ -81,7 +81,7 @@ def test_dequantised_row_is_the_tile_row(kernel, adt):
     for n, k in ((37, 70), (4097, 33), (130, 1031)):
         x, w = rand(k, adt), rand((k, n), np.int8)
         wt = np.ascontiguousarray(w.T)
-        two = np.vstack([x, rand((7, k), adt)])  # m = 8: past the few-row forms, the tile path
+        two = np.vstack([x, rand((15, k), adt)])  # m = 16: past the few-row forms, the tile path
         s = RNG_SCALE.uniform(-0.002, 0.002, size=n).astype(np.float32)
         bias = RNG_SCALE.uniform(-2.0, 2.0, size=n).astype(np.float32)
         np.testing.assert_array_equal(fastgemm.gemm(x[None, :], w, scale=s), dequantised(x[None, :], w, s))
@@ -99,11 +99,13 @@ RNG_SCALE = np.random.default_rng(1212)
 
 @pytest.mark.parametrize("adt", A_TYPES)
 def test_few_rows_exact_and_the_tile_rows(kernel, adt):
-    """2 to 7 rows (streamed up to 6 where the kernel set streams few rows): exact, accumulated
-    into a given C, and dequantised with bias and activation bitwise equal to the same rows of an
-    8-row product (the tile); around the partial-sum chunk of 3 and 6 rows; 1 and 2 threads."""
-    for m, n, k in ((2, 300, 70), (3, 5470, 33), (5, 130, 1031), (6, 2730, 17), (7, 64, 9)):
-        a, w = rand((8, k), adt), rand((k, n), np.int8)
+    """2 to 13 rows (streamed in groups of up to 6 where the kernel set streams few int8 rows, up
+    to 12 on avx2): exact, accumulated into a given C, and dequantised with bias and activation
+    bitwise equal to the same rows of a 16-row product (the tile); around the partial-sum chunk
+    of 3 and 6 rows; 1 and 2 threads."""
+    shapes = ((2, 300, 70), (3, 5470, 33), (5, 130, 1031), (6, 2730, 17), (7, 64, 9), (8, 300, 70), (12, 2730, 17))
+    for m, n, k in shapes + ((13, 64, 9),):
+        a, w = rand((16, k), adt), rand((k, n), np.int8)
         s = RNG_SCALE.uniform(-0.002, 0.002, size=n).astype(np.float32)
         bias = RNG_SCALE.uniform(-2.0, 2.0, size=n).astype(np.float32)
         tile = fastgemm.gemm(a, w, scale=s, bias=bias, activation="gelu_tanh")[:m]

@@ -102,8 +102,9 @@ struct Tuning {
     int64_t skinny_max_m;    // up to this many rows the skinny tables are used
     int64_t small_max_work;  // up to this many float32 multiply-adds (B in L2; a float64 one counts 2) the small kernel
                              // runs
-    int64_t head_min_slivers;  // a misaligned B gets a packed head only from this many slivers
-    int64_t few_rows_max_m;    // from 2 up to this many rows (<= kFewRowsMaxM) few_rows streams B (0: never)
+    int64_t head_min_slivers;     // a misaligned B gets a packed head only from this many slivers
+    int64_t few_rows_max_m;       // from 2 up to this many rows (<= kFewRowsMaxM) few_rows streams B (0: never)
+    int64_t int8_few_rows_max_m;  // the same for int8 products, in groups of at most kFewRowsMaxM rows
 };
 
 // Low-precision inputs (S = bfloat16_t or float16_t) on the float32 kernels: packers that

@@ -408,7 +408,7 @@ void kernel_lookup_and_threads() {
         const fastgemm::Tuning& t = ks->tuning;
         report(&fastgemm::find_kernels(ks->name, false) == ks && t.direct_max_m >= 0 && t.skinny_max_m >= 0 &&
                    t.small_max_work > 0 && t.head_min_slivers > 0 && t.few_rows_max_m >= 0 &&
-                   t.few_rows_max_m <= fastgemm::kFewRowsMaxM,
+                   t.few_rows_max_m <= fastgemm::kFewRowsMaxM && t.int8_few_rows_max_m >= 0,
                std::string("find_kernels and tuning of ") + ks->name);
     }
     expect_throw<std::invalid_argument>("find_kernels: unknown name", [] { fastgemm::find_kernels("nope", false); });
@@ -982,7 +982,7 @@ void int8_rows(const fastgemm::KernelSet& ks) {
     run_int8_case<A>(ks.name, 1, 19, k_wrap, kRowMajor, kColMajor, kStepped, false, false, true);
     // A few rows (streamed where the set streams them): around the partial-sum chunk of 3 and 6
     // rows (5456 and 2720 columns), plain, accumulated and scaled, and the extremes.
-    for (int64_t m = 2; m <= fastgemm::kFewRowsMaxM + 1; ++m)
+    for (int64_t m = 2; m <= 2 * fastgemm::kFewRowsMaxM + 1; ++m)
         for (int64_t n : {int64_t(17), m == 3 ? int64_t(5470) : m == 6 ? int64_t(2730) : int64_t(300)}) {
             ++idx;
             run_int8_case<A>(ks.name, m, n, 37, Layout(idx % kLayouts), kRowMajor, kRowMajor, idx % 3 == 1,
