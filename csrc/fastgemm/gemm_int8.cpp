@@ -133,6 +133,14 @@ void run(const KernelSet& ks, View<const A> a, const B& b, char* c, int64_t rsc,
     const View<const int8_t> vb = shape_of(b);
     const int64_t m = a.rows, n = vb.cols, k = a.cols;
     const Int8Table<A>& t = pick<Int8Table<A>>(ik.u8, ik.s8);
+    if constexpr (std::is_same_v<B, PackedInt8B>)
+        if (b.values() && m <= kPackedRowsMaxM) {
+            // Up to 3 rows stream B's int8 values (half the bytes of the int16 slivers) as they
+            // would an int8 array B; from 4 rows the packed tile is faster (docs/DESIGN.md,
+            // "Pre-packed B").
+            run<A>(ks, a, View<const int8_t>{b.values(), k, n, n, 1}, c, rsc, csc, accumulate, scale, scale_inc, ep);
+            return;
+        }
     const int threads = threads_for(m, n, k);
     if constexpr (!std::is_same_v<B, PackedInt8B>) {
         if ((m == 1 || n == 1) && try_gemv(ks, t, a, b, c, rsc, csc, accumulate, scale, scale_inc, ep)) return;

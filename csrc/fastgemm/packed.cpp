@@ -86,6 +86,12 @@ PackedInt8B::PackedInt8B(const KernelSet& ks, View<const int8_t> b)
     fill([&](int64_t pc, int64_t jc, int64_t kc, int64_t nc, char* dst) {
         t.pack_b(kc, nc, b.data + pc * b.rs + jc * b.cs, b.rs, b.cs, dst, 0, ceil_div(nc, t.nr));
     });
+    if (t.b_size != 1 && b.rows > 0 && b.cols > 0) {
+        values_.allocate(std::size_t(b.rows) * std::size_t(b.cols));
+        auto* v = static_cast<int8_t*>(values_.data());
+        for (int64_t p = 0; p < b.rows; ++p)
+            for (int64_t j = 0; j < b.cols; ++j) v[p * b.cols + j] = b.data[p * b.rs + j * b.cs];
+    }
 }
 
 void PackedInt8B::unpack(View<int8_t> out) const {

@@ -84,12 +84,23 @@ class PackedB : public PackedPanels {
 // int8 B for the int8 kernels products on ks run on (int8_kernels(ks)), in the layout of the
 // int8 A table's pack_b: its column sums (when that table needs them) make one packed B
 // serve uint8 A and int8 A alike (the uint8 tiles read the same slivers and skip the sums).
+//
+// Where the packed elements are wider than int8 (int16 for vpmaddwd), it also keeps B's values
+// row-major: products with up to kPackedRowsMaxM rows stream those (half the bytes) as they
+// stream an int8 array B; see docs/DESIGN.md, "Pre-packed B".
 class PackedInt8B : public PackedPanels {
    public:
     // Packs B (k x n, any strides). Throws std::overflow_error, std::bad_alloc.
     PackedInt8B(const KernelSet& ks, View<const int8_t> b);
     // out (k x n, any strides) = B, exactly.
     void unpack(View<int8_t> out) const;
+    // B's values, k x n row-major, or null when the packed elements are int8 themselves.
+    const int8_t* values() const { return static_cast<const int8_t*>(values_.data()); }
+    // Bytes held: the packed slivers and the values.
+    std::size_t bytes() const { return PackedPanels::bytes() + values_.size(); }
+
+   private:
+    AlignedBuffer values_;
 };
 
 // C = alpha * A @ B + beta * C with B pre-packed; gemm<T>'s contract (shapes checked first,

@@ -1012,6 +1012,15 @@ void int8_rows(const fastgemm::KernelSet& ks) {
                std::string(ks.name) + " int8 few_rows m=" + std::to_string(m) + " n=" + std::to_string(n) + ": exact");
     }
     std::free(chunk);
+    // A PackedInt8B with elements wider than int8 keeps B's values for the streaming rows.
+    std::vector<int8_t> b(7 * 40);
+    for (size_t e = 0; e < b.size(); ++e) b[e] = int8_t(int(e * 37 % 255) - 127);
+    const fastgemm::PackedInt8B pb(ks, View<const int8_t>{b.data(), 7, 20, 40, 2});  // every other column
+    bool kept = (pb.values() != nullptr) == (t.b_size != 1);
+    for (int64_t p = 0; p < 7 && kept && pb.values(); ++p)
+        for (int64_t j = 0; j < 20 && kept; ++j) kept = pb.values()[p * 20 + j] == b[size_t(p * 40 + 2 * j)];
+    report(kept && pb.bytes() >= (pb.values() ? size_t(140) : size_t(0)),
+           std::string(ks.name) + " int8 PackedInt8B keeps B's values exactly when its elements are wider");
 }
 
 // --quick, for CPUs qemu emulates (what they add is dispatch; the full driver runs natively):
