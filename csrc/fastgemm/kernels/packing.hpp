@@ -129,12 +129,24 @@ void pack_b_rows(int64_t kc, const S* b0, int64_t rsb, typename V::T* dst, Load 
     }
 }
 
-template <typename V, int NR>
-void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t csb, typename V::T* bp, int64_t s0,
-            int64_t s1) {
+// Reading elements stored as V::T: pack_b's conversion traits (the 2-byte packers' are the
+// kernel file's, see below).
+template <typename V>
+struct SameType {
+    using S = typename V::T;
+    static typename V::reg load(const S* p) { return V::loadu(p); }
+    static S one(S x) { return x; }
+};
+
+// Slivers [s0, s1) of a kc x nc block of B stored as C::S, any strides, into V::T slivers,
+// each element converted by C (load: W elements, one: a single one).
+template <typename V, int NR, typename C>
+void pack_b_as(int64_t kc, int64_t nc, const typename C::S* b, int64_t rsb, int64_t csb, typename V::T* bp, int64_t s0,
+               int64_t s1) {
     using T = typename V::T;
-    constexpr int G = pack_b_group<NR, T>;
-    auto load = [](const T* p) { return V::loadu(p); };
+    using S = typename C::S;
+    constexpr int G = pack_b_group<NR, S>;
+    auto load = [](const S* p) { return C::load(p); };
     int64_t s = s0;
     if (csb == 1)
         for (; s + G <= s1 && (s + G) * NR <= nc; s += G)
@@ -142,23 +154,29 @@ void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t
     for (; s < s1; ++s) {
         const int64_t j0 = s * NR;
         const int64_t cols = nc - j0 < NR ? nc - j0 : NR;
-        const T* b0 = b + j0 * csb;
+        const S* b0 = b + j0 * csb;
         T* dst = bp + s * NR * kc;
         if (cols == NR && csb == 1) {
             pack_b_rows<V, NR, 1>(kc, b0, rsb, dst, load);
         } else if (cols == NR && rsb == 1) {
             // B transposed: each column is contiguous along k.
             int64_t p0 = 0;
-            if constexpr (has_transpose<V>) p0 = pack_b_columns<V, NR>(kc, b0, csb, dst);
+            if constexpr (std::is_same_v<S, T> && has_transpose<V>) p0 = pack_b_columns<V, NR>(kc, b0, csb, dst);
             for (int j = 0; j < NR; ++j) {
-                const T* bc = b0 + j * csb;
-                for (int64_t p = p0; p < kc; ++p) dst[p * NR + j] = bc[p];
+                const S* bc = b0 + j * csb;
+                for (int64_t p = p0; p < kc; ++p) dst[p * NR + j] = C::one(bc[p]);
             }
         } else {
             for (int64_t p = 0; p < kc; ++p)
-                for (int j = 0; j < NR; ++j) dst[p * NR + j] = j < cols ? b0[p * rsb + j * csb] : T(0);
+                for (int j = 0; j < NR; ++j) dst[p * NR + j] = j < cols ? C::one(b0[p * rsb + j * csb]) : T(0);
         }
     }
+}
+
+template <typename V, int NR>
+void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t csb, typename V::T* bp, int64_t s0,
+            int64_t s1) {
+    pack_b_as<V, NR, SameType<V>>(kc, nc, b, rsb, csb, bp, s0, s1);
 }
 
 // Packers for 2-byte inputs (bfloat16, float16) into float32 slivers: the same slivers as
@@ -200,30 +218,7 @@ void pack_a_cvt(int64_t mc, int64_t kc, const typename C::S* a, int64_t rsa, int
 template <typename V, typename C, int NR>
 void pack_b_cvt(int64_t kc, int64_t nc, const typename C::S* b, int64_t rsb, int64_t csb, float* bp, int64_t s0,
                 int64_t s1) {
-    using S = typename C::S;
-    constexpr int G = pack_b_group<NR, S>;
-    auto load = [](const S* p) { return C::load(p); };
-    int64_t s = s0;
-    if (csb == 1)
-        for (; s + G <= s1 && (s + G) * NR <= nc; s += G)
-            pack_b_rows<V, NR, G>(kc, b + s * NR, rsb, bp + s * NR * kc, load);
-    for (; s < s1; ++s) {
-        const int64_t j0 = s * NR;
-        const int64_t cols = nc - j0 < NR ? nc - j0 : NR;
-        const S* b0 = b + j0 * csb;
-        float* dst = bp + s * NR * kc;
-        if (cols == NR && csb == 1) {
-            pack_b_rows<V, NR, 1>(kc, b0, rsb, dst, load);
-        } else if (cols == NR && rsb == 1) {
-            for (int j = 0; j < NR; ++j) {
-                const S* bc = b0 + j * csb;
-                for (int64_t p = 0; p < kc; ++p) dst[p * NR + j] = C::one(bc[p]);
-            }
-        } else {
-            for (int64_t p = 0; p < kc; ++p)
-                for (int j = 0; j < NR; ++j) dst[p * NR + j] = j < cols ? C::one(b0[p * rsb + j * csb]) : 0.0f;
-        }
-    }
+    pack_b_as<V, NR, C>(kc, nc, b, rsb, csb, bp, s0, s1);
 }
 
 }  // namespace kernels
