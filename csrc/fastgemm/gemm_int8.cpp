@@ -1,6 +1,5 @@
 #include "gemm_int8.hpp"
 
-#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
@@ -145,19 +144,20 @@ void run(const KernelSet& ks, View<const A> a, const B& b, char* c, int64_t rsc,
     if constexpr (!std::is_same_v<B, PackedInt8B>) {
         if ((m == 1 || n == 1) && try_gemv(ks, t, a, b, c, rsc, csc, accumulate, scale, scale_inc, ep)) return;
         if (m >= 2 && m <= ks.tuning.int8_few_rows_max_m && b.cs == 1 && csc == 1) {
-            // A few rows: B streamed once where it is per group of at most kFewRowsMaxM rows, as
-            // for one row; see docs/DESIGN.md, "Few rows".
-            char* chunks = static_cast<char*>(thread_gemv_chunks(threads, kFewRowsChunkBytes));
-            const int64_t group = ceil_div(m, ceil_div(m, kFewRowsMaxM));
-            parallel_ranges(threads, n, 16, [&](int tid, int64_t lo, int64_t hi) {
-                for (int64_t i0 = 0; i0 < m; i0 += group)
-                    t.few_rows(std::min(group, m - i0), hi - lo, k, a.data + i0 * a.rs, a.rs, a.cs, b.data + lo, b.rs,
+            // A few rows: B streamed once where it is per group of rows, as for one row; see
+            // docs/DESIGN.md, "Few rows".
+            few_rows_split(
+                threads, m, n, 4,
+                [&](int64_t i0, int64_t rows, int64_t lo, int64_t hi, char* chunk) {
+                    t.few_rows(rows, hi - lo, k, a.data + i0 * a.rs, a.rs, a.cs, b.data + lo, b.rs,
                                c + (i0 * rsc + lo) * 4, rsc, accumulate, scale ? scale + lo * scale_inc : nullptr,
-                               scale_inc, chunks + tid * kFewRowsChunkBytes);
-                if (scale && ep.active())
-                    apply_epilogue(ks.f32, View<float>{reinterpret_cast<float*>(c) + lo, m, hi - lo, rsc, 1},
-                                   ep.from_column(lo));
-            });
+                               scale_inc, chunk);
+                },
+                [&](int64_t lo, int64_t hi) {
+                    if (scale && ep.active())
+                        apply_epilogue(ks.f32, View<float>{reinterpret_cast<float*>(c) + lo, m, hi - lo, rsc, 1},
+                                       ep.from_column(lo));
+                });
             return;
         }
     }

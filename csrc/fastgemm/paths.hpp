@@ -3,6 +3,7 @@
 // rule every path follows.
 #pragma once
 
+#include <algorithm>
 #include <cfenv>
 #include <stdexcept>
 #include <type_traits>
@@ -165,18 +166,37 @@ bool few_rows_fit(const Tuning& tune, View<const S> b, View<T> c) {
     return c.rows >= 2 && c.rows <= tune.few_rows_max_m && b.cs == 1 && c.cs == 1;
 }
 
-// A few_rows_fit product: few streams B once, unpacked; threads split the columns in whole
-// cache lines (each element's sum is the same on any split); the epilogue (uk's) runs on each
-// thread's columns right after. Tab: a KernelTable<T> (S == T) or a LowpTable<S> (T float).
+// How the few-row kernels run on `threads` threads: C's n columns split in whole cache lines of
+// elem_bytes elements (each element's sum is the same on any split), its m rows in equal groups
+// of at most kFewRowsMaxM, each group streaming the thread's columns of B once.
+// rows(i0, count, lo, hi, chunk): rows [i0, i0 + count) x columns [lo, hi), in the thread's
+// chunk (kFewRowsChunkBytes); done(lo, hi) then runs on the thread's columns (the epilogue).
+template <typename Rows, typename Done>
+void few_rows_split(int threads, int64_t m, int64_t n, int64_t elem_bytes, Rows rows, Done done) {
+    char* chunks = static_cast<char*>(thread_gemv_chunks(threads, kFewRowsChunkBytes));
+    const int64_t group = ceil_div(m, ceil_div(m, int64_t(kFewRowsMaxM)));
+    parallel_ranges(threads, n, 64 / elem_bytes, [&](int tid, int64_t lo, int64_t hi) {
+        for (int64_t i0 = 0; i0 < m; i0 += group)
+            rows(i0, std::min(group, m - i0), lo, hi, chunks + tid * kFewRowsChunkBytes);
+        done(lo, hi);
+    });
+}
+
+// A few_rows_fit product: few streams B once, unpacked, split as few_rows_split says; the
+// epilogue (uk's) runs on each thread's columns right after. Tab: a KernelTable<T> (S == T) or
+// a LowpTable<S> (T float).
 template <typename Tab, typename S, typename T>
 void run_few_rows(const Tab& few, const KernelTable<T>& uk, int threads, T alpha, View<const S> a, View<const S> b,
                   T beta, View<T> c, const Epilogue<T>& ep) {
-    T* chunks = static_cast<T*>(thread_gemv_chunks(threads, kFewRowsChunkBytes));
-    parallel_ranges(threads, c.cols, 64 / int64_t(sizeof(T)), [&](int tid, int64_t lo, int64_t hi) {
-        few.few_rows(c.rows, hi - lo, a.cols, alpha, a.data, a.rs, a.cs, b.data + lo, b.rs, beta, c.data + lo, c.rs,
-                     chunks + tid * (kFewRowsChunkBytes / int64_t(sizeof(T))));
-        if (ep.active()) apply_epilogue(uk, View<T>{c.data + lo, c.rows, hi - lo, c.rs, 1}, ep.from_column(lo));
-    });
+    few_rows_split(
+        threads, c.rows, c.cols, sizeof(T),
+        [&](int64_t i0, int64_t rows, int64_t lo, int64_t hi, char* chunk) {
+            few.few_rows(rows, hi - lo, a.cols, alpha, a.data + i0 * a.rs, a.rs, a.cs, b.data + lo, b.rs, beta,
+                         c.data + i0 * c.rs + lo, c.rs, reinterpret_cast<T*>(chunk));
+        },
+        [&](int64_t lo, int64_t hi) {
+            if (ep.active()) apply_epilogue(uk, View<T>{c.data + lo, c.rows, hi - lo, c.rs, 1}, ep.from_column(lo));
+        });
 }
 
 // Zero-padded or masked-off lanes compute x * 0, which raises FE_INVALID for x = inf although

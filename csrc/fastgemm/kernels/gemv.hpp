@@ -7,11 +7,21 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../kernel.hpp"
 
 namespace fastgemm {
 namespace kernels {
+
+// f(std::integral_constant<int, m>{}) for 1 <= m <= Max: a row count known at run time handed
+// to a kernel that fixes it at compile time (larger m are taken as Max).
+template <int Max, typename F>
+void with_rows(int64_t m, F f) {
+    if constexpr (Max > 1)
+        if (m < Max) return with_rows<Max - 1>(m, f);
+    f(std::integral_constant<int, Max>{});
+}
 
 // How the streaming kernels read their inputs (L::S the stored type): load(p) W elements as a
 // V::reg, one(x) one element as V::T; an L made for the last `rest` < W elements of a row reads
@@ -118,16 +128,9 @@ template <typename V, typename L = DirectLoad<V>>
 void few_rows(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename L::S* a, int64_t rsa, int64_t csa,
               const typename L::S* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
               typename V::T* chunk) {
-    static_assert(kFewRowsMaxM == 6, "one case per row count");
-    constexpr int64_t B = kFewRowsChunkBytes;
-    switch (m) {
-        case 1: return stream_rows<V, 1, L>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
-        case 2: return stream_rows<V, 2, L>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
-        case 3: return stream_rows<V, 3, L>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
-        case 4: return stream_rows<V, 4, L>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
-        case 5: return stream_rows<V, 5, L>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
-        default: return stream_rows<V, 6, L>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, B);
-    }
+    with_rows<kFewRowsMaxM>(m, [&](auto rows) {
+        stream_rows<V, rows(), L>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, chunk, kFewRowsChunkBytes);
+    });
 }
 
 // y[j] = dot(x, M[j, :]) for four rows of M at a time (x loaded once per four dots); each dot
@@ -265,12 +268,8 @@ void packed_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T*
 template <typename V, int NV>
 void gemv_packed(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                  const typename V::T* bp, typename V::T beta, typename V::T* c, int64_t rsc) {
-    static_assert(kPackedRowsMaxM == 3, "one case per row count");
-    switch (m) {
-        case 1: return packed_rows<V, NV, 1>(n, k, alpha, a, rsa, csa, bp, beta, c, rsc);
-        case 2: return packed_rows<V, NV, 2>(n, k, alpha, a, rsa, csa, bp, beta, c, rsc);
-        default: return packed_rows<V, NV, 3>(n, k, alpha, a, rsa, csa, bp, beta, c, rsc);
-    }
+    with_rows<kPackedRowsMaxM>(
+        m, [&](auto rows) { packed_rows<V, NV, rows()>(n, k, alpha, a, rsa, csa, bp, beta, c, rsc); });
 }
 
 }  // namespace kernels

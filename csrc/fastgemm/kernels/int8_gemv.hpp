@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "../kernel.hpp"
+#include "gemv.hpp"
 
 namespace fastgemm {
 namespace kernels {
@@ -82,16 +83,10 @@ void gemv_rows_i8(int64_t n, int64_t k, const A* x, int64_t incx, const int8_t* 
 template <typename I, typename A>
 void few_rows_i8(int64_t m, int64_t n, int64_t k, const A* a, int64_t rsa, int64_t csa, const int8_t* b, int64_t rsb,
                  void* c, int64_t rsc, bool add, const float* scale, int64_t scale_inc, void* chunk) {
-    static_assert(kFewRowsMaxM == 6, "one case per row count");
-    constexpr int64_t B = kFewRowsChunkBytes;
-    switch (m) {
-        case 1: return stream_rows_i8<I, A, 1>(n, k, a, rsa, csa, b, rsb, c, rsc, add, scale, scale_inc, chunk, B);
-        case 2: return stream_rows_i8<I, A, 2>(n, k, a, rsa, csa, b, rsb, c, rsc, add, scale, scale_inc, chunk, B);
-        case 3: return stream_rows_i8<I, A, 3>(n, k, a, rsa, csa, b, rsb, c, rsc, add, scale, scale_inc, chunk, B);
-        case 4: return stream_rows_i8<I, A, 4>(n, k, a, rsa, csa, b, rsb, c, rsc, add, scale, scale_inc, chunk, B);
-        case 5: return stream_rows_i8<I, A, 5>(n, k, a, rsa, csa, b, rsb, c, rsc, add, scale, scale_inc, chunk, B);
-        default: return stream_rows_i8<I, A, 6>(n, k, a, rsa, csa, b, rsb, c, rsc, add, scale, scale_inc, chunk, B);
-    }
+    with_rows<kFewRowsMaxM>(m, [&](auto rows) {
+        stream_rows_i8<I, A, rows()>(n, k, a, rsa, csa, b, rsb, c, rsc, add, scale, scale_inc, chunk,
+                                     kFewRowsChunkBytes);
+    });
 }
 
 // y[j * incy] = sum_p x[p] M[j, p] for j < n, x and M's rows contiguous (a Linear layer's n x k
