@@ -24,7 +24,8 @@ VECTOR_SHAPES = [
 ]
 # Few rows with B wide enough to be read in place, around the skinny/main and in-place limits.
 # Products small enough to skip packing: row counts around the 4-row groups, widths around
-# 1..4 vectors (4, 8 and 16 lanes), and sizes at the work limit.
+# 1..4 vectors (4, 8 and 16 lanes), sizes at the work limit, and B rows 512 or 1024 bytes apart
+# (copied with padded rows: they would crowd a few L1 sets).
 SMALL_SHAPES = [
     (1, 2, 1),
     (2, 3, 5),
@@ -42,6 +43,8 @@ SMALL_SHAPES = [
     (7, 3000, 7),
     (9, 9, 300),
     (16, 16, 4096),
+    (64, 128, 128),
+    (67, 256, 40),
 ]
 FEW_ROW_SHAPES = [
     (2, 700, 33),

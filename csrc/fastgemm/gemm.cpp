@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <numeric>
 #include <stdexcept>
 #include <utility>
 
@@ -82,21 +84,42 @@ bool small_shaped(const KernelSet& ks, const SmallProduct<T>& sp) {
            small_reads_a(sp.a.rows, sp.a.cols, sp.a.cs, sizeof(T));
 }
 
-// A small product whose B rows are not contiguous (a transposed or strided B, as oriented in
-// sp): B copied row-major into the thread's scratch for the small kernels, which cost less than
-// packing both operands for the blocked path (5 x 1000 x 5 with B by columns ran at half NumPy's
-// speed). False, nothing copied, when the blocked path is the better one.
+// Whether k rows of B `rs_bytes` apart crowd into few L1 sets: the small kernels read a 64-byte
+// piece of every row per panel, and each 4-row group rereads the panel from L1; with more of its
+// lines to one set than the set has ways the panel misses L1 every time (128^3 float32 by rows
+// of 512 bytes ran 0.7x the same product with its rows padded to 576).
+bool rows_crowd_l1(int64_t rs_bytes, int64_t k) {
+    const CacheLevel& l1 = caches().l1d;
+    const int64_t way = std::max<int64_t>(64, l1.size / l1.ways);  // bytes one way spans
+    const int64_t period = way / std::gcd(rs_bytes, way);          // rows before the set repeats
+    return k * 64 <= l1.size / 2 && (k + period - 1) / period > l1.ways;
+}
+
+// B ready for the small kernels: read in place when its rows are contiguous and spread over L1;
+// else copied row-major into the thread's scratch, which costs less than packing both operands
+// for the blocked path (5 x 1000 x 5 with B by columns ran at half NumPy's speed), its rows an
+// odd number of lines apart when they would crowd L1 and enough row groups reread them (the
+// copy lost at 8-16 rows: 0.77-0.89x in place). False, nothing copied, when the blocked path is
+// the better one.
 template <typename T>
-bool copy_b_for_small(SmallProduct<T>& sp) {
+bool small_b_ready(SmallProduct<T>& sp) {
     const int64_t k = sp.b.rows, n = sp.b.cols;
+    const bool reread = sp.c.rows >= 64;
+    if (sp.b.cs == 1 && !(reread && rows_crowd_l1(sp.b.rs * int64_t(sizeof(T)), k))) return true;
     // A B past a quarter of L2 is read by the small kernels from L2 once per four rows: unless
     // there are only one or two such groups, the blocked path's tile reuses it more (16 x 4096 x
     // 16 float32: 0.55x NumPy copied, 0.66x packed).
-    if (sp.c.rows > 8 && double(n) * double(k) * double(sizeof(T)) > double(caches().l2.size) / 4) return false;
-    T* copy = static_cast<T*>(thread_scratch(size_t(k * n) * sizeof(T)));
-    for (int64_t p = 0; p < k; ++p)  // B's lines stay in L1 while p steps through them
-        for (int64_t j = 0; j < n; ++j) copy[p * n + j] = sp.b.data[p * sp.b.rs + j * sp.b.cs];
-    sp.b = {copy, k, n, n, 1};
+    if (sp.c.rows > 8 && double(n) * double(k) * double(sizeof(T)) > double(caches().l2.size) / 4) return sp.b.cs == 1;
+    constexpr int64_t line = 64 / int64_t(sizeof(T));
+    const int64_t lines = (n + line - 1) / line;
+    const int64_t ld = reread && rows_crowd_l1(n * int64_t(sizeof(T)), k) ? (lines | 1) * line : n;
+    T* copy = static_cast<T*>(thread_scratch(size_t(k * ld) * sizeof(T)));
+    for (int64_t p = 0; p < k; ++p) {  // B's lines stay in L1 while p steps through them
+        if (sp.b.cs == 1) std::memcpy(copy + p * ld, sp.b.data + p * sp.b.rs, size_t(n) * sizeof(T));
+        else
+            for (int64_t j = 0; j < n; ++j) copy[p * ld + j] = sp.b.data[p * sp.b.rs + j * sp.b.cs];
+    }
+    sp.b = {copy, k, n, ld, 1};
     return true;
 }
 
@@ -110,7 +133,7 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     auto finish = [&](int64_t lo, int64_t hi, T* y, int64_t incy) { gemv_epilogue(main, m, ep, lo, hi, y, incy); };
     if ((m == 1 || n == 1) && try_gemv(main, alpha, a, b, beta, c, finish)) return;
     SmallProduct<T> sp = orient(a, b, c);
-    if (small_shaped(ks, sp) && (sp.b.cs == 1 || copy_b_for_small(sp))) {
+    if (small_shaped(ks, sp) && small_b_ready(sp)) {
         if (!ep.active()) {
             run_small(main, threads_for(m, n, k), alpha, sp, beta);
             return;
