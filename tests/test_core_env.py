@@ -84,31 +84,6 @@ def test_thread_limit():
         fg.set_num_threads(before)
 
 
-def test_threaded_matrix_vector_product_with_small_worker_stacks():
-    # The matrix-vector kernel kept 16 KiB of partial sums on the stack; with
-    # OMP_STACKSIZE=16K a worker thread overflowed it (SIGSEGV).
-    r = run_python(
-        """
-        import numpy as np
-        import fastgemm as fg
-        fg.set_num_threads(2)
-        rng = np.random.default_rng(0)
-        for dtype in (np.float32, np.float64):
-            x = rng.uniform(-1, 1, (1, 4096)).astype(dtype)
-            m = rng.uniform(-1, 1, (4096, 4096)).astype(dtype)
-            got = fg.gemm(x, m)
-            want = x.astype(np.float64) @ m
-            assert np.abs(got - want).max() <= 1e-2, np.abs(got - want).max()
-            got = fg.gemm(m, x.T)
-            assert np.abs(got - m @ x.T.astype(np.float64)).max() <= 1e-2
-        print("ok")
-    """,
-        env={"OMP_STACKSIZE": "16K"},
-    )
-    assert r.returncode == 0, (r.returncode, r.stderr)
-    assert r.stdout.strip() == "ok"
-
-
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc/self/statm")
 def test_scratch_is_returned_after_a_many_thread_call():
     # Each thread packs its own block of A into the caller's scratch; that scratch only ever

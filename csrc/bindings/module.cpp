@@ -77,7 +77,7 @@ PYBIND11_MODULE(_core, m) {
     m.def("get_num_threads", &max_threads);
     m.def("set_num_threads", &set_max_threads, py::arg("n"));
     m.def("max_thread_limit", &max_thread_limit);
-    m.def("openmp_runtime", &openmp_runtime);
+    m.def("thread_pool_policy", &thread_pool_policy);
     // FASTGEMM_KC / MC / NC values the core ignored: (variable, raw value, reason) tuples.
     m.def("rejected_env_settings", [] {
         std::vector<std::tuple<std::string, std::string, std::string>> out;

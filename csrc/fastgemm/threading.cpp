@@ -6,22 +6,26 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
 #endif
 
 namespace fastgemm {
 namespace {
 
 std::atomic<int> g_max_threads{1};
-// Set once this process has asked OpenMP for a team of more than one thread.
-std::atomic<bool> g_team_started{false};
-// Set in a child forked after g_team_started: OpenMP teams would hang there.
-std::atomic<bool> g_single_after_fork{false};
+// Set in a child process by fork: the pool's workers were not copied into it.
+std::atomic<bool> g_forked{false};
 
 // Per-thread work below which another thread costs more than it saves; see docs/DESIGN.md,
 // "Thread thresholds".
@@ -29,21 +33,16 @@ constexpr int64_t kMinWorkPerThread = int64_t(1) << 20;
 // The driver's threads meet at two barriers per KC step: each must own this much of C.
 constexpr int64_t kMinAreaPerThread = 32 * 32;
 
-// GNU OpenMP keeps its worker pool across parallel regions; a forked child inherits the
-// belief that the pool exists but not its threads, so its next multi-thread region waits
-// forever. The child runs single-threaded instead. Async-signal-safe: atomic stores only.
+// A forked child starts on one thread (a process pool's children would otherwise oversubscribe
+// the machine) and with a new pool at its first team. Async-signal-safe: atomic stores only.
 void after_fork_in_child() {
     g_max_threads.store(1, std::memory_order_relaxed);
-    if (g_team_started.load(std::memory_order_relaxed)) g_single_after_fork.store(true, std::memory_order_relaxed);
+    g_forked.store(true, std::memory_order_relaxed);
 }
 
 // threading.o is always linked (gemm needs threads_for), so every binary that can start a
 // team registers the handler.
 const bool g_fork_handler_installed = (pthread_atfork(nullptr, nullptr, after_fork_in_child), true);
-
-void note_team(int threads) {
-    if (threads > 1) g_team_started.store(true, std::memory_order_relaxed);
-}
 
 // A busy machine (other processes on every core): a thread of ours that is not running when
 // its team starts, or that is preempted, holds every other one at the next barrier for a
@@ -103,11 +102,255 @@ class StartWatch {
     std::atomic<int64_t> latest_{0};
 };
 
+// How a thread of ours waits; see docs/DESIGN.md, "Waiting". A spin with the CPU's pause, then
+// sched_yield, which hands the core to any other runnable thread (another process, another
+// library's pool) at no cost to it, where a pause loop would take half of its core. An idle
+// worker, or a thread waiting for a teammate that has not started (which may be queued behind
+// it on its own core), yields at once. A thread waiting for a running teammate keeps its core
+// for a while: that wait is usually microseconds, and a core yielded to another process comes
+// back only a time slice later.
+constexpr int64_t kYieldAfterNs = 4'000, kRunningTeammateNs = 5'000'000;
+// An idle worker yields for this long after a team before it sleeps: a product called again
+// within it (Python code between calls, another library's call) finds the worker awake instead
+// of paying a wake-up.
+constexpr int64_t kIdleYieldNs = 20'000'000;
+// When the workers last had work (or were woken for it), and how long they took to start the
+// last time they had gone to sleep (an idle virtual CPU can take milliseconds to wake): a
+// product shorter than that runs on its caller and wakes them for the next one; see
+// docs/DESIGN.md, "Waiting".
+std::atomic<int64_t> g_workers_active{0};
+std::atomic<int64_t> g_sleeper_start_ns{0};
+
+bool workers_asleep(int64_t now) { return now - g_workers_active.load(std::memory_order_relaxed) > kIdleYieldNs; }
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    _mm_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+// Returns once done() holds (never sleeps), or false at `deadline_ns` (0: none); pauses for
+// pause_ns() nanoseconds, then yields.
+template <typename Done, typename PauseNs>
+bool wait_until(Done done, PauseNs pause_ns, int64_t deadline_ns = 0) {
+    const int64_t start = now_ns();
+    for (;;) {
+        for (int i = 0; i < 64; ++i) {
+            if (done()) return true;
+            cpu_relax();
+        }
+        const int64_t now = now_ns();
+        if (deadline_ns != 0 && now >= deadline_ns) return false;
+        if (now - start >= pause_ns()) std::this_thread::yield();
+    }
+}
+
+// One team at a time: the caller is thread 0, workers 1..size-1.
+struct Team {
+    const FunctionRef<void(int, int)>* fn = nullptr;
+    StartWatch* watch = nullptr;
+    int size = 0;
+    std::atomic<int> started{0};         // threads inside fn so far
+    std::atomic<int64_t> last_start{0};  // steady-clock ns when the latest of them started
+    std::atomic<int> arrived{0};         // at the current barrier
+    std::atomic<unsigned> phase{0};
+    std::unique_ptr<std::atomic<int>[]> cpus;  // cpus[tid]: where thread tid was last seen, -1: unknown
+    int capacity = 0;
+};
+
+// The team the calling thread is running in, or null, and its number in it.
+thread_local Team* t_team = nullptr;
+thread_local int t_tid = 0;
+
+int current_cpu() {
+#if defined(__linux__)
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+
+// A worker woken onto its waker's CPU (the scheduler's choice for a woken thread) would stay
+// there for milliseconds, the two threads taking turns on one core. It moves itself off: its
+// affinity without that CPU, then as it was.
+void leave_cpu(int cpu) {
+#if defined(__linux__)
+    cpu_set_t mask;
+    if (cpu < 0 || sched_getaffinity(0, sizeof mask, &mask) != 0 || !CPU_ISSET(cpu, &mask) || CPU_COUNT(&mask) < 2)
+        return;
+    cpu_set_t others = mask;
+    CPU_CLR(cpu, &others);
+    if (sched_setaffinity(0, sizeof others, &others) == 0) sched_setaffinity(0, sizeof mask, &mask);
+#else
+    (void)cpu;
+#endif
+}
+
+// Notes where thread `tid` runs; true when a teammate for which `waited(j)` holds was last seen
+// on the same CPU. A woken worker may be queued on its waker's CPU: spinning there would keep
+// it from running.
+template <typename Waited>
+bool shares_cpu(Team& team, int tid, Waited waited) {
+    const int cpu = current_cpu();
+    team.cpus[tid].store(cpu, std::memory_order_relaxed);
+    if (cpu < 0) return false;
+    for (int j = 0; j < team.size; ++j)
+        if (j != tid && waited(j) && team.cpus[j].load(std::memory_order_relaxed) == cpu) return true;
+    return false;
+}
+
+// Worker threads started on demand and kept; see docs/DESIGN.md, "Waiting".
+class Pool {
+   public:
+    // fn(tid, threads) on the caller and threads - 1 workers. False, nothing run, when another
+    // thread's team holds the pool. `elastic`: fn takes its work as it comes free and has no
+    // barriers, so a worker that has not started by the time the caller's fn returns is
+    // skipped (its share was taken by the others) instead of waited for. `watch`: null for
+    // an elastic team, whose late threads cost nothing; else it sees each thread start.
+    bool run(int threads, const FunctionRef<void(int, int)>& fn, StartWatch* watch, bool elastic) {
+        std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+        if (!busy.owns_lock()) return false;
+        try {
+            while (int(slots_.size()) < threads - 1) start_worker();
+        } catch (const std::system_error&) {
+            threads = int(slots_.size()) + 1;  // as many as the system gave
+            if (threads < 2) return false;
+        }
+        if (team_.capacity < threads) {
+            team_.cpus = std::make_unique<std::atomic<int>[]>(size_t(threads));
+            team_.capacity = threads;
+        }
+        team_.cpus[0].store(current_cpu(), std::memory_order_relaxed);
+        for (int t = 1; t < threads; ++t) team_.cpus[t].store(-1, std::memory_order_relaxed);
+        team_.fn = &fn;
+        team_.watch = watch;
+        team_.size = threads;
+        team_.started.store(1, std::memory_order_relaxed);
+        const int64_t asked = now_ns();
+        const bool asleep = workers_asleep(asked);
+        team_.last_start.store(asked, std::memory_order_relaxed);
+        const uint64_t job = ++job_;
+        for (int w = 0; w < threads - 1; ++w) slots_[w]->state.store(job << 2 | kInvited, std::memory_order_release);
+        // The workers check their state under sleep_mu_ before they sleep: taking it here
+        // orders this notification after any such check.
+        {
+            std::lock_guard<std::mutex> lock(sleep_mu_);
+        }
+        wake_.notify_all();
+        Team* outer = t_team;
+        t_team = &team_;
+        t_tid = 0;
+        if (watch) watch->started();
+        fn(0, threads);
+        for (int w = 0; w < threads - 1; ++w) {
+            std::atomic<uint64_t>& state = slots_[w]->state;
+            uint64_t invited = job << 2 | kInvited;
+            if (elastic && state.compare_exchange_strong(invited, job << 2 | kSkipped, std::memory_order_acq_rel))
+                continue;
+            const bool running = (state.load(std::memory_order_relaxed) & 3) == kRunning;
+            auto waited = [&](int j) { return j == w + 1; };
+            wait_until([&] { return state.load(std::memory_order_acquire) == (job << 2 | kDone); },
+                       [&] { return running && !shares_cpu(team_, 0, waited) ? kRunningTeammateNs : kYieldAfterNs; });
+        }
+        const int64_t ended = now_ns();
+        // A skipped worker started no sooner than now.
+        if (asleep)
+            g_sleeper_start_ns.store((team_.started.load(std::memory_order_relaxed) < threads
+                                          ? ended
+                                          : team_.last_start.load(std::memory_order_relaxed)) -
+                                         asked,
+                                     std::memory_order_relaxed);
+        g_workers_active.store(ended, std::memory_order_relaxed);
+        t_team = outer;
+        return true;
+    }
+
+    // Wakes sleeping workers without work: they wait awake (yielding) again.
+    void wake_idle() {
+        g_workers_active.store(now_ns(), std::memory_order_relaxed);
+        pokes_.fetch_add(1, std::memory_order_relaxed);
+        {
+            std::lock_guard<std::mutex> lock(sleep_mu_);
+        }
+        wake_.notify_all();
+    }
+
+   private:
+    // A slot's state: the job number << 2 | where the worker is with it.
+    static constexpr uint64_t kInvited = 0, kRunning = 1, kSkipped = 2, kDone = 3;
+    struct alignas(64) Slot {
+        std::atomic<uint64_t> state{0};
+    };
+
+    // Throws std::system_error when the system refuses a thread; nothing changes then.
+    void start_worker() {
+        slots_.reserve(slots_.size() + 1);
+        auto slot = std::make_unique<Slot>();
+        const int tid = int(slots_.size()) + 1;
+        std::thread([this, s = slot.get(), tid] { work(*s, tid); }).detach();
+        slots_.push_back(std::move(slot));
+    }
+
+    void work(Slot& slot, int tid) {
+        uint64_t last = 0;  // the last job seen
+        for (;;) {
+            auto ready = [&] { return slot.state.load(std::memory_order_acquire) >> 2 != last; };
+            if (!wait_until(ready, [] { return kYieldAfterNs; }, now_ns() + kIdleYieldNs)) {
+                std::unique_lock<std::mutex> lock(sleep_mu_);
+                const uint64_t pokes = pokes_.load(std::memory_order_relaxed);
+                wake_.wait(lock, [&] { return ready() || pokes_.load(std::memory_order_relaxed) != pokes; });
+                if (!ready()) continue;
+            }
+            last = slot.state.load(std::memory_order_acquire) >> 2;
+            uint64_t invited = last << 2 | kInvited;
+            if (!slot.state.compare_exchange_strong(invited, last << 2 | kRunning, std::memory_order_acq_rel))
+                continue;  // skipped: the caller finished without this thread
+            t_team = &team_;
+            t_tid = tid;
+            int cpu = current_cpu();
+            if (cpu >= 0 && cpu == team_.cpus[0].load(std::memory_order_relaxed)) {
+                leave_cpu(cpu);
+                cpu = current_cpu();
+            }
+            team_.cpus[tid].store(cpu, std::memory_order_relaxed);
+            team_.started.fetch_add(1, std::memory_order_relaxed);
+            int64_t seen = team_.last_start.load(std::memory_order_relaxed);
+            for (const int64_t now = now_ns(); now > seen && !team_.last_start.compare_exchange_weak(seen, now);) {
+            }
+            if (team_.watch) team_.watch->started();
+            (*team_.fn)(tid, team_.size);
+            t_team = nullptr;
+            slot.state.store(last << 2 | kDone, std::memory_order_release);
+        }
+    }
+
+    std::mutex busy_;  // held by the thread whose team runs
+    std::vector<std::unique_ptr<Slot>> slots_;
+    uint64_t job_ = 0;
+    std::atomic<uint64_t> pokes_{0};
+    Team team_;
+    std::mutex sleep_mu_;
+    std::condition_variable wake_;
+};
+
+// Never destroyed: detached workers wait on its members until the process ends.
+Pool* g_pool = new Pool;
+std::mutex g_pool_swap;
+
+Pool& pool() {
+    if (g_forked.load(std::memory_order_relaxed)) {
+        // The parent's workers do not exist here and its locks may be held: start afresh.
+        std::lock_guard<std::mutex> lock(g_pool_swap);
+        if (g_forked.exchange(false)) g_pool = new Pool;
+    }
+    return *g_pool;
+}
+
 }  // namespace
 
-int max_threads() {
-    return g_single_after_fork.load(std::memory_order_relaxed) ? 1 : g_max_threads.load(std::memory_order_relaxed);
-}
+int max_threads() { return g_max_threads.load(std::memory_order_relaxed); }
 
 int max_thread_limit() {
     int cpus = 0;
@@ -115,9 +358,7 @@ int max_thread_limit() {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
 #endif
-#ifdef _OPENMP
-    if (cpus <= 0) cpus = omp_get_num_procs();
-#endif
+    if (cpus <= 0) cpus = int(std::thread::hardware_concurrency());
     return std::max(8, 4 * std::max(cpus, 1));
 }
 
@@ -130,7 +371,6 @@ void set_max_threads(int n) {
     g_max_threads.store(n, std::memory_order_relaxed);
 }
 
-#ifdef _OPENMP
 namespace {
 // Threads an m x n x k product's work can keep busy, before the cap and the busy-machine rule.
 double threads_by_work(int64_t m, int64_t n, int64_t k) {
@@ -139,105 +379,117 @@ double threads_by_work(int64_t m, int64_t n, int64_t k) {
     return std::min(work / double(kMinWorkPerThread), double(m) * double(n) / double(kMinAreaPerThread));
 }
 }  // namespace
-#endif
 
 int threads_for(int64_t m, int64_t n, int64_t k) {
-#ifdef _OPENMP
-    if (omp_in_parallel()) return 1;
+    if (t_team != nullptr) return 1;
     const int cap = max_threads();
     if (cap <= 1) return 1;
     const double by_work = threads_by_work(m, n, k);
     if (by_work < 2) return 1;
     const double work = double(m) * double(n) * double(k);
+    const int64_t now = now_ns();
+    if (workers_asleep(now) &&
+        work * kNsPerMultiplyAdd < 2.0 * double(g_sleeper_start_ns.load(std::memory_order_relaxed))) {
+        pool().wake_idle();
+        return 1;
+    }
     if (work <= kContendedMaxWork &&
         work * kNsPerMultiplyAdd < 2.0 * double(g_late_ns.load(std::memory_order_relaxed)) &&
-        now_ns() < g_solo_until.load(std::memory_order_relaxed))
+        now < g_solo_until.load(std::memory_order_relaxed))
         return 1;
     return by_work >= cap ? cap : int(by_work);
-#else
-    (void)m, (void)n, (void)k;
-    return 1;
-#endif
 }
 
 bool may_run_threaded(int64_t m, int64_t n, int64_t k) {
-#ifdef _OPENMP
-    return !omp_in_parallel() && max_threads() > 1 && threads_by_work(m, n, k) >= 2;
-#else
-    (void)m, (void)n, (void)k;
-    return false;
-#endif
+    return t_team == nullptr && max_threads() > 1 && threads_by_work(m, n, k) >= 2;
 }
 
-void run_team(int threads, FunctionRef<void(int, int)> fn) {
-#ifdef _OPENMP
-    // One thread: no region at all; even a one-thread team costs microseconds per call.
-    if (threads > 1) {
-        note_team(threads);
+namespace {
+// One thread: no team at all. A call from inside a team, or while another thread's team holds
+// the pool, runs on its caller alone.
+void run_on(int threads, FunctionRef<void(int, int)> fn, bool elastic) {
+    if (threads > 1 && t_team == nullptr) {
+        if (elastic && pool().run(threads, fn, nullptr, true)) return;
+        // Only a team with barriers waits for a late thread, so only its starts are watched.
         StartWatch watch;
-#pragma omp parallel num_threads(threads)
-        {
-            watch.started();
-            fn(omp_get_thread_num(), omp_get_num_threads());
-        }
-        return;
+        if (!elastic && pool().run(threads, fn, &watch, false)) return;
     }
-#endif
-    (void)threads;
     fn(0, 1);
 }
 
+// Pieces per thread for parallel_ranges: a thread that starts late or is preempted then costs
+// the others only its pieces, not a wait for all of its share.
+constexpr int64_t kPiecesPerThread = 4;
+}  // namespace
+
+void run_team(int threads, FunctionRef<void(int, int)> fn) { run_on(threads, fn, false); }
+
 void team_barrier() {
-#pragma omp barrier
+    Team* team = t_team;
+    if (team == nullptr) return;  // a team of one
+    const unsigned phase = team->phase.load(std::memory_order_acquire);
+    if (team->arrived.fetch_add(1, std::memory_order_acq_rel) + 1 == team->size) {
+        team->arrived.store(0, std::memory_order_relaxed);
+        team->phase.fetch_add(1, std::memory_order_release);
+        return;
+    }
+    auto all = [](int) { return true; };
+    wait_until([&] { return team->phase.load(std::memory_order_acquire) != phase; },
+               [&] {
+                   return team->started.load(std::memory_order_relaxed) == team->size && !shares_cpu(*team, t_tid, all)
+                              ? kRunningTeammateNs
+                              : kYieldAfterNs;
+               });
 }
 
 void parallel_ranges(int threads, int64_t len, int64_t grain, FunctionRef<void(int, int64_t, int64_t)> body) {
+    if (len <= 0) return;
     const int64_t grains = (len + grain - 1) / grain;
-    run_team(threads, [&](int t, int team) {
-        const int64_t lo = std::min(len, grains * t / team * grain);
-        const int64_t hi = std::min(len, grains * (t + 1) / team * grain);
-        if (lo < hi) body(t, lo, hi);
-    });
+    const int64_t pieces = std::min(grains, std::max<int64_t>(threads, 1) * kPiecesPerThread);
+    if (threads <= 1 || pieces <= 1) {
+        body(0, 0, len);
+        return;
+    }
+    std::atomic<int64_t> next{0};
+    run_on(
+        threads,
+        [&](int t, int) {
+            for (int64_t p; (p = next.fetch_add(1, std::memory_order_relaxed)) < pieces;) {
+                const int64_t lo = std::min(len, grains * p / pieces * grain);
+                const int64_t hi = std::min(len, grains * (p + 1) / pieces * grain);
+                if (lo < hi) body(t, lo, hi);
+            }
+        },
+        true);
 }
 
 void dynamic_chunks(int threads, int64_t count, FunctionRef<void(int64_t)> body) {
-    if (threads <= 1) {
-        for (int64_t i = 0; i < count; ++i) body(i);
-        return;
-    }
-    // An exception must not leave an OpenMP region: keep the first, skip the rest, rethrow.
+    // The first exception stops the remaining calls and is rethrown; no exception leaves a team.
     std::exception_ptr error;
+    std::mutex error_mu;
     std::atomic<bool> failed{false};
-    note_team(threads);
-    StartWatch watch;
-#pragma omp parallel num_threads(threads)
-    {
-        watch.started();
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t i = 0; i < count; ++i) {
-            if (failed.load(std::memory_order_relaxed)) continue;
-            try {
-                body(i);
-            } catch (...) {
-#pragma omp critical(fastgemm_dynamic_error)
-                if (!error) error = std::current_exception();
-                failed.store(true, std::memory_order_relaxed);
+    std::atomic<int64_t> next{0};
+    run_on(
+        threads,
+        [&](int, int) {
+            for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < count;) {
+                if (failed.load(std::memory_order_relaxed)) break;
+                try {
+                    body(i);
+                } catch (...) {
+                    std::lock_guard<std::mutex> lock(error_mu);
+                    if (!error) error = std::current_exception();
+                    failed.store(true, std::memory_order_relaxed);
+                }
             }
-        }
-    }
+        },
+        true);
     if (error) std::rethrow_exception(error);
 }
 
-const char* openmp_runtime() {
-#if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__)
-    return "libgomp";
-#elif defined(_OPENMP) && defined(__clang__)
-    return "libomp";
-#elif defined(_OPENMP)
-    return "openmp";
-#else
-    return "none";
-#endif
+const char* thread_pool_policy() {
+    return "fastgemm's own pool: teammates spin 100 us, then yield their core; idle workers yield, then sleep after 20 "
+           "ms";
 }
 
 }  // namespace fastgemm

@@ -1,5 +1,4 @@
-// Threads: how many a call may use, and the only code that starts them (OpenMP lives in
-// threading.cpp alone).
+// Threads: how many a call may use, and the only code that starts them (threading.cpp's pool).
 #pragma once
 
 #include <cstdint>
@@ -37,7 +36,7 @@ int max_threads();
 int max_thread_limit();
 // Throws std::invalid_argument for n < 1 or n > max_thread_limit().
 void set_max_threads(int n);
-// Threads for an m x n x k product: 1 inside an OpenMP parallel region or for small work,
+// Threads for an m x n x k product: 1 inside a team (nested calls) or for small work,
 // never more than the work can use, never more than max_threads(). See docs/DESIGN.md,
 // "Thread thresholds".
 int threads_for(int64_t m, int64_t n, int64_t k);
@@ -47,18 +46,20 @@ int threads_for(int64_t m, int64_t n, int64_t k);
 bool may_run_threaded(int64_t m, int64_t n, int64_t k);
 
 // fn(tid, team) on a team of `threads` (fn(0, 1) on the caller, no team, when threads == 1).
-// The runtime may give fewer threads than asked: `team` is what it gave. fn must not throw.
+// The team may be smaller than asked (the pool busy with another caller's team, or the
+// system out of threads): `team` is what it got. fn must not throw.
 void run_team(int threads, FunctionRef<void(int, int)> fn);
 // Waits for every thread of the team run_team started; call only from its fn.
 void team_barrier();
-// body(tid, lo, hi) over [0, len) cut into `threads` contiguous ranges whose inner bounds are
-// multiples of `grain`, one per thread of a team (tid < threads). body must not throw.
+// body(tid, lo, hi) over [0, len) cut into contiguous ranges whose inner bounds are multiples of
+// `grain`, a few per thread, taken by the threads of a team (tid < threads: the thread running
+// it) as they come free; one call body(0, 0, len) on one thread. body must not throw.
 void parallel_ranges(int threads, int64_t len, int64_t grain, FunctionRef<void(int, int64_t, int64_t)> body);
 // body(i) for i in [0, count), handed out one at a time to `threads` threads as they come
 // free. The first exception thrown stops the remaining calls and is rethrown here.
 void dynamic_chunks(int threads, int64_t count, FunctionRef<void(int64_t)> body);
 
-// "libgomp", "libomp", ... or "none" when built without OpenMP.
-const char* openmp_runtime();
+// How the threads wait, for `fastgemm info`: docs/DESIGN.md, "Waiting".
+const char* thread_pool_policy();
 
 }  // namespace fastgemm

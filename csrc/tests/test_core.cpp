@@ -7,6 +7,7 @@
 // runnable_kernels(), so it also runs on aarch64 under qemu. The 2-byte and int8 entries too.
 // `--quick`: each product family once per kernel set (CI's emulated x86 CPUs check dispatch).
 #include <algorithm>
+#include <atomic>
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -432,21 +434,52 @@ void kernel_lookup_and_threads() {
     bool bounded = true;
     for (int64_t s : {1, 8, 31, 64, 100, 256, 1024})
         bounded &= fastgemm::threads_for(s, s, s) == 1 || fastgemm::may_run_threaded(s, s, s);
-    const bool openmp = std::string(fastgemm::openmp_runtime()) != "none";
-    report(bounded && !fastgemm::may_run_threaded(8, 8, 8) && fastgemm::may_run_threaded(1024, 1024, 1024) == openmp,
+    report(bounded && !fastgemm::may_run_threaded(8, 8, 8) && fastgemm::may_run_threaded(1024, 1024, 1024),
            "may_run_threaded bounds threads_for");
     fastgemm::set_max_threads(1);
     report(!fastgemm::may_run_threaded(1024, 1024, 1024), "may_run_threaded: false with one thread allowed");
     fastgemm::set_max_threads(2);
 
-    // parallel_ranges covers [0, len) once; dynamic_chunks rethrows the first exception.
-    std::vector<int> hits(1000, 0);
-    fastgemm::parallel_ranges(2, 1000, 16, [&](int, int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i) ++hits[size_t(i)];
-    });
-    bool once = true;
-    for (int h : hits) once &= h == 1;
-    report(once, "parallel_ranges covers every index once");
+    // parallel_ranges covers [0, len) once in pieces cut at multiples of the grain, also from
+    // several callers at once (one holds the pool, the others run alone) and from inside a team.
+    auto cover = [](int threads, int64_t len, int64_t grain) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(len));
+        std::atomic<bool> aligned{true};
+        fastgemm::parallel_ranges(threads, len, grain, [&](int tid, int64_t lo, int64_t hi) {
+            aligned = aligned && tid >= 0 && tid < threads && (lo % grain == 0) && (hi % grain == 0 || hi == len);
+            for (int64_t i = lo; i < hi; ++i) ++hits[size_t(i)];
+        });
+        bool once = aligned;
+        for (auto& h : hits) once &= h == 1;
+        return once;
+    };
+    report(cover(2, 1000, 16) && cover(4, 1000, 16) && cover(3, 7, 16) && cover(2, 33, 1),
+           "parallel_ranges covers every index once");
+    std::atomic<bool> together{true};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < 3; ++t)
+        callers.emplace_back([&] {
+            for (int r = 0; r < 50; ++r) together = together && cover(2, 4096, 64);
+        });
+    for (auto& t : callers) t.join();
+    report(together, "parallel_ranges from three threads at once");
+    std::atomic<int> nested_teams{0};
+    fastgemm::run_team(2, [&](int, int) { fastgemm::run_team(2, [&](int, int team) { nested_teams += team; }); });
+    report(nested_teams == 2, "a team started inside a team runs on its caller alone");
+    // team_barrier: every thread sees every other's write from before the barrier.
+    for (int threads : {2, 3, 4}) {
+        std::vector<std::atomic<int>> seen(static_cast<size_t>(threads));
+        std::atomic<bool> ordered{true};
+        fastgemm::run_team(threads, [&](int tid, int team) {
+            for (int round = 1; round <= 20; ++round) {
+                seen[size_t(tid)] = round;
+                fastgemm::team_barrier();
+                for (int j = 0; j < team; ++j) ordered = ordered && seen[size_t(j)] >= round;
+                fastgemm::team_barrier();
+            }
+        });
+        report(ordered, "team_barrier orders a team of " + std::to_string(threads));
+    }
     expect_throw<std::runtime_error>("dynamic_chunks rethrows", [] {
         fastgemm::dynamic_chunks(2, 50, [](int64_t i) {
             if (i == 17) throw std::runtime_error("x");

@@ -85,7 +85,7 @@ def info(args: argparse.Namespace) -> int:
         ("CPU features", " ".join(i["cpu_features"]) or "(none beyond the baseline)"),
         ("kernels here", ", ".join(i["kernels"]) + "  (choose with FASTGEMM_KERNEL or fastgemm.set_kernel)"),
         ("threads", f"{i['threads']}  (FASTGEMM_NUM_THREADS, OMP_NUM_THREADS or fastgemm.set_num_threads)"),
-        ("OpenMP", i["openmp"]),
+        ("thread pool", i["thread_pool"]),
         ("numpy", np.__version__),
     ]
     for key in sorted(
@@ -104,7 +104,7 @@ def info(args: argparse.Namespace) -> int:
             "cpu_features",
             "kernels",
             "threads",
-            "openmp",
+            "thread_pool",
             "low_precision",
         }
     ):

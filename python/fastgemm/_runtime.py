@@ -64,11 +64,11 @@ def get_num_threads() -> int:
 def set_num_threads(n: int) -> None:
     """Let each call use up to ``n`` threads (an int from 1 to :func:`max_threads`).
 
-    Small products run on fewer threads than this, and a call made inside another OpenMP
-    parallel region runs on one. In a child created by ``os.fork()`` fastgemm starts on one
-    thread; if the parent had already run fastgemm on several, GNU OpenMP cannot start
-    threads in the child at all (it would hang), so there the limit stays 1 and this warns.
-    ``threadpoolctl.threadpool_limits`` sets the same limit (clamped to that range there).
+    Small products run on fewer threads than this, and a call made while another thread's
+    call holds fastgemm's workers runs on its own thread. In a child created by ``os.fork()``
+    fastgemm starts on one thread; this raises the limit there as anywhere (the child starts
+    workers of its own). ``threadpoolctl.threadpool_limits`` sets the same limit (clamped to
+    that range there).
 
     Raises TypeError for a non-integer (bool included) and ValueError outside 1..max.
     """
@@ -87,13 +87,6 @@ def set_num_threads(n: int) -> None:
             f"process may use), got {n}"
         )
     _core.set_num_threads(n)
-    if n > 1 and _core.get_num_threads() == 1:
-        warnings.warn(
-            "fastgemm: this process was forked after fastgemm ran on several threads; GNU OpenMP "
-            "cannot start threads in it, so fastgemm stays on 1 thread",
-            RuntimeWarning,
-            stacklevel=2,
-        )
 
 
 # A bad environment variable warns and falls back instead of failing the import: these
@@ -165,7 +158,7 @@ def info() -> dict[str, Any]:
         "cpu_features": list(_core.cpu_features()),
         "kernels": available_kernels(),
         "threads": get_num_threads(),
-        "openmp": _core.openmp_runtime(),
+        "thread_pool": _core.thread_pool_policy(),
         "low_precision": _low_precision(name, f32["mr"], f32["nr"]),
     }
 

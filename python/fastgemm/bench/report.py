@@ -152,7 +152,7 @@ def header(machine, date):
         f"caches:   {caches}",
         f"kernel:   {i['kernel']} ({i['isa']}); float32 tile {i['mr']}x{i['nr']} "
         f"(MC {i['mc']}, KC {i['kc']}, NC {i['nc']}); float64 tile {f64['mr']}x{f64['nr']} "
-        f"(MC {f64['mc']}, KC {f64['kc']}, NC {f64['nc']}); OpenMP {i['openmp']}",
+        f"(MC {f64['mc']}, KC {f64['kc']}, NC {f64['nc']})",
         f"threads:  {machine['threads']} for every library (NumPy's BLAS pinned by {machine['pinning']})",
     ]
     peaks = machine["peak_gflops_per_core"]
