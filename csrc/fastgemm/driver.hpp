@@ -106,7 +106,7 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
 
     // One thread's share of the five loops; `team` threads run it together.
     auto work = [&](int tid, int team) {
-        // The runtime may give fewer threads than asked: re-derive the grid from the team.
+        // The pool may give fewer threads than asked: re-derive the grid from the team.
         const Grid g = team == threads ? grid : grid_for(team);
         const int gm = tid / g.tn, gn = tid % g.tn;
         // This thread's rows: an equal share of MR slivers, cut into equal blocks of at most
