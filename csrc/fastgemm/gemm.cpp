@@ -141,14 +141,17 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
         // With an epilogue, blocks of rows small enough to stay in L1 between the two passes;
         // threads take whole 4-row groups as in run_small.
         const int64_t block = std::max<int64_t>(4, 4096 / int64_t(sizeof(T)) / sp.c.cols / 4 * 4);
-        parallel_ranges(threads_for(m, n, k), sp.c.rows, 4, [&](int, int64_t lo, int64_t hi) {
-            for (int64_t r0 = lo; r0 < hi; r0 += block) {
-                const int64_t r1 = std::min(hi, r0 + block);
-                main.small(r1 - r0, sp.c.cols, k, alpha, sp.a.data + r0 * sp.a.rs, sp.a.rs, sp.a.cs, sp.b.data, sp.b.rs,
-                           beta, sp.c.data + r0 * sp.c.rs, sp.c.rs);
-                small_epilogue(main, sp, c, r0, r1, ep);
-            }
-        });
+        parallel_ranges(
+            threads_for(m, n, k), sp.c.rows, 4,
+            [&](int, int64_t lo, int64_t hi) {
+                for (int64_t r0 = lo; r0 < hi; r0 += block) {
+                    const int64_t r1 = std::min(hi, r0 + block);
+                    main.small(r1 - r0, sp.c.cols, k, alpha, sp.a.data + r0 * sp.a.rs, sp.a.rs, sp.a.cs, sp.b.data,
+                               sp.b.rs, beta, sp.c.data + r0 * sp.c.rs, sp.c.rs);
+                    small_epilogue(main, sp, c, r0, r1, ep);
+                }
+            },
+            kSmallPiecesPerThread);
         return;
     }
     if (sp.transposed && ep.bias) {

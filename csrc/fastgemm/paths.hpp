@@ -75,6 +75,10 @@ extern template bool small_product<float>(const KernelSet&, View<const float>, V
 extern template bool small_product<double>(const KernelSet&, View<const double>, View<const double>, View<double>,
                                            SmallProduct<double>&);
 
+// Pieces of 4-row groups per thread for the small kernels: a thread descheduled on a busy
+// machine then costs the others only a piece, not its whole share.
+constexpr int kSmallPiecesPerThread = 4;
+
 // An oriented small product on `threads` threads: on one, small_stack with a run of one (its
 // fixed-shape kernels); on more, whole 4-row groups per thread. Every C element is computed the
 // same way on any split, so the result does not depend on the thread count.
@@ -86,10 +90,13 @@ void run_small(const KernelTable<T>& uk, int threads, T alpha, const SmallProduc
                        sp.b.rs, beta, sp.c.data, sp.c.rs);
         return;
     }
-    parallel_ranges(threads, sp.c.rows, 4, [&](int, int64_t lo, int64_t hi) {
-        uk.small(hi - lo, sp.c.cols, k, alpha, sp.a.data + lo * sp.a.rs, sp.a.rs, sp.a.cs, sp.b.data, sp.b.rs, beta,
-                 sp.c.data + lo * sp.c.rs, sp.c.rs);
-    });
+    parallel_ranges(
+        threads, sp.c.rows, 4,
+        [&](int, int64_t lo, int64_t hi) {
+            uk.small(hi - lo, sp.c.cols, k, alpha, sp.a.data + lo * sp.a.rs, sp.a.rs, sp.a.cs, sp.b.data, sp.b.rs, beta,
+                     sp.c.data + lo * sp.c.rs, sp.c.rs);
+        },
+        kSmallPiecesPerThread);
 }
 
 // try_gemv's `finish` for an epilogue: on outputs [lo, hi) (stride incy) right after the

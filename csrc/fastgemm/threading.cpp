@@ -416,10 +416,6 @@ void run_on(int threads, FunctionRef<void(int, int)> fn, bool elastic) {
     }
     fn(0, 1);
 }
-
-// Pieces per thread for parallel_ranges: a thread that starts late or is preempted then costs
-// the others only its pieces, not a wait for all of its share.
-constexpr int64_t kPiecesPerThread = 4;
 }  // namespace
 
 void run_team(int threads, FunctionRef<void(int, int)> fn) { run_on(threads, fn, false); }
@@ -442,10 +438,11 @@ void team_barrier() {
                });
 }
 
-void parallel_ranges(int threads, int64_t len, int64_t grain, FunctionRef<void(int, int64_t, int64_t)> body) {
+void parallel_ranges(int threads, int64_t len, int64_t grain, FunctionRef<void(int, int64_t, int64_t)> body,
+                     int pieces_per_thread) {
     if (len <= 0) return;
     const int64_t grains = (len + grain - 1) / grain;
-    const int64_t pieces = std::min(grains, std::max<int64_t>(threads, 1) * kPiecesPerThread);
+    const int64_t pieces = std::min(grains, int64_t(std::max(threads, 1)) * std::max(pieces_per_thread, 1));
     if (threads <= 1 || pieces <= 1) {
         body(0, 0, len);
         return;

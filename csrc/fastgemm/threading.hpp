@@ -51,10 +51,14 @@ bool may_run_threaded(int64_t m, int64_t n, int64_t k);
 void run_team(int threads, FunctionRef<void(int, int)> fn);
 // Waits for every thread of the team run_team started; call only from its fn.
 void team_barrier();
-// body(tid, lo, hi) over [0, len) cut into contiguous ranges whose inner bounds are multiples of
-// `grain`, a few per thread, taken by the threads of a team (tid < threads: the thread running
-// it) as they come free; one call body(0, 0, len) on one thread. body must not throw.
-void parallel_ranges(int threads, int64_t len, int64_t grain, FunctionRef<void(int, int64_t, int64_t)> body);
+// body(tid, lo, hi) over [0, len) cut into `pieces_per_thread` x threads contiguous ranges whose
+// inner bounds are multiples of `grain`, taken by the threads of a team (tid < threads: the
+// thread running it) as they come free; one call body(0, 0, len) on one thread. More pieces let
+// the others take a late or preempted thread's share; streaming kernels run best on one long
+// range each (4 pieces a thread took 2-thread matrix-vector products back to 1-thread speed).
+// body must not throw.
+void parallel_ranges(int threads, int64_t len, int64_t grain, FunctionRef<void(int, int64_t, int64_t)> body,
+                     int pieces_per_thread = 1);
 // body(i) for i in [0, count), handed out one at a time to `threads` threads as they come
 // free. The first exception thrown stops the remaining calls and is rethrown here.
 void dynamic_chunks(int threads, int64_t count, FunctionRef<void(int64_t)> body);

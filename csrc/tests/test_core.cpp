@@ -442,24 +442,27 @@ void kernel_lookup_and_threads() {
 
     // parallel_ranges covers [0, len) once in pieces cut at multiples of the grain, also from
     // several callers at once (one holds the pool, the others run alone) and from inside a team.
-    auto cover = [](int threads, int64_t len, int64_t grain) {
+    auto cover = [](int threads, int64_t len, int64_t grain, int pieces = 1) {
         std::vector<std::atomic<int>> hits(static_cast<size_t>(len));
         std::atomic<bool> aligned{true};
-        fastgemm::parallel_ranges(threads, len, grain, [&](int tid, int64_t lo, int64_t hi) {
-            aligned = aligned && tid >= 0 && tid < threads && (lo % grain == 0) && (hi % grain == 0 || hi == len);
-            for (int64_t i = lo; i < hi; ++i) ++hits[size_t(i)];
-        });
+        fastgemm::parallel_ranges(
+            threads, len, grain,
+            [&](int tid, int64_t lo, int64_t hi) {
+                aligned = aligned && tid >= 0 && tid < threads && (lo % grain == 0) && (hi % grain == 0 || hi == len);
+                for (int64_t i = lo; i < hi; ++i) ++hits[size_t(i)];
+            },
+            pieces);
         bool once = aligned;
         for (auto& h : hits) once &= h == 1;
         return once;
     };
-    report(cover(2, 1000, 16) && cover(4, 1000, 16) && cover(3, 7, 16) && cover(2, 33, 1),
+    report(cover(2, 1000, 16) && cover(4, 1000, 16, 4) && cover(3, 7, 16) && cover(2, 33, 1, 4),
            "parallel_ranges covers every index once");
     std::atomic<bool> together{true};
     std::vector<std::thread> callers;
     for (int t = 0; t < 3; ++t)
         callers.emplace_back([&] {
-            for (int r = 0; r < 50; ++r) together = together && cover(2, 4096, 64);
+            for (int r = 0; r < 50; ++r) together = together && cover(2, 4096, 64, 4);
         });
     for (auto& t : callers) t.join();
     report(together, "parallel_ranges from three threads at once");
