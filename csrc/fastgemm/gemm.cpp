@@ -135,14 +135,14 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     SmallProduct<T> sp = orient(a, b, c);
     if (small_shaped(ks, sp) && small_b_ready(sp)) {
         if (!ep.active()) {
-            run_small(main, threads_for(m, n, k), alpha, sp, beta);
+            run_small(main, threads_for(m, n, k, kSmallMinWorkPerThread), alpha, sp, beta);
             return;
         }
         // With an epilogue, blocks of rows small enough to stay in L1 between the two passes;
         // threads take whole 4-row groups as in run_small.
         const int64_t block = std::max<int64_t>(4, 4096 / int64_t(sizeof(T)) / sp.c.cols / 4 * 4);
         parallel_ranges(
-            threads_for(m, n, k), sp.c.rows, 4,
+            threads_for(m, n, k, kSmallMinWorkPerThread), sp.c.rows, 4,
             [&](int, int64_t lo, int64_t hi) {
                 for (int64_t r0 = lo; r0 < hi; r0 += block) {
                     const int64_t r1 = std::min(hi, r0 + block);

@@ -27,9 +27,6 @@ std::atomic<int> g_max_threads{1};
 // Set in a child process by fork: the pool's workers were not copied into it.
 std::atomic<bool> g_forked{false};
 
-// Per-thread work below which another thread costs more than it saves; see docs/DESIGN.md,
-// "Thread thresholds".
-constexpr int64_t kMinWorkPerThread = int64_t(1) << 20;
 // The driver's threads meet at two barriers per KC step: each must own this much of C.
 constexpr int64_t kMinAreaPerThread = 32 * 32;
 
@@ -373,18 +370,18 @@ void set_max_threads(int n) {
 
 namespace {
 // Threads an m x n x k product's work can keep busy, before the cap and the busy-machine rule.
-double threads_by_work(int64_t m, int64_t n, int64_t k) {
+double threads_by_work(int64_t m, int64_t n, int64_t k, int64_t min_work_per_thread) {
     // m*n*k may overflow int64.
     const double work = double(m) * double(n) * double(k);
-    return std::min(work / double(kMinWorkPerThread), double(m) * double(n) / double(kMinAreaPerThread));
+    return std::min(work / double(min_work_per_thread), double(m) * double(n) / double(kMinAreaPerThread));
 }
 }  // namespace
 
-int threads_for(int64_t m, int64_t n, int64_t k) {
+int threads_for(int64_t m, int64_t n, int64_t k, int64_t min_work_per_thread) {
     if (t_team != nullptr) return 1;
     const int cap = max_threads();
     if (cap <= 1) return 1;
-    const double by_work = threads_by_work(m, n, k);
+    const double by_work = threads_by_work(m, n, k, min_work_per_thread);
     if (by_work < 2) return 1;
     const double work = double(m) * double(n) * double(k);
     const int64_t now = now_ns();
@@ -401,7 +398,7 @@ int threads_for(int64_t m, int64_t n, int64_t k) {
 }
 
 bool may_run_threaded(int64_t m, int64_t n, int64_t k) {
-    return t_team == nullptr && max_threads() > 1 && threads_by_work(m, n, k) >= 2;
+    return t_team == nullptr && max_threads() > 1 && threads_by_work(m, n, k, kSmallMinWorkPerThread) >= 2;
 }
 
 namespace {

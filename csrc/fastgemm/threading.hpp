@@ -36,13 +36,18 @@ int max_threads();
 int max_thread_limit();
 // Throws std::invalid_argument for n < 1 or n > max_thread_limit().
 void set_max_threads(int n);
+// Per-thread work (multiply-adds) below which another thread costs more than it saves, and the
+// lower bound of the small kernels, whose teams have no barriers and skip a late worker; see
+// docs/DESIGN.md, "Thread thresholds".
+constexpr int64_t kMinWorkPerThread = int64_t(1) << 20;
+constexpr int64_t kSmallMinWorkPerThread = int64_t(1) << 18;
 // Threads for an m x n x k product: 1 inside a team (nested calls) or for small work,
-// never more than the work can use, never more than max_threads(). See docs/DESIGN.md,
-// "Thread thresholds".
-int threads_for(int64_t m, int64_t n, int64_t k);
+// never more than the work can use, never more than max_threads().
+int threads_for(int64_t m, int64_t n, int64_t k, int64_t min_work_per_thread = kMinWorkPerThread);
 // False when an m x n x k product cannot have run on more than one thread (a stack of `count`
-// of them: m * count rows). threads_for's rules without the busy-machine one, which only
-// lowers the count and changes with time, so the answer holds for a call that already ran.
+// of them: m * count rows). threads_for's rules at the lowest bound without the busy-machine
+// one, which only lowers the count and changes with time, so the answer holds for a call that
+// already ran.
 bool may_run_threaded(int64_t m, int64_t n, int64_t k);
 
 // fn(tid, team) on a team of `threads` (fn(0, 1) on the caller, no team, when threads == 1).
