@@ -482,8 +482,12 @@ void dynamic_chunks(int threads, int64_t count, FunctionRef<void(int64_t)> body)
 }
 
 const char* thread_pool_policy() {
-    return "fastgemm's own pool: teammates spin 100 us, then yield their core; idle workers yield, then sleep after 20 "
-           "ms";
+    static const std::string policy =
+        "fastgemm's own pool: a thread waiting for a running teammate on another CPU spins up to " +
+        std::to_string(kRunningTeammateNs / 1'000'000) + " ms, else yields after " +
+        std::to_string(kYieldAfterNs / 1'000) + " us; idle workers yield, then sleep after " +
+        std::to_string(kIdleYieldNs / 1'000'000) + " ms";
+    return policy.c_str();
 }
 
 }  // namespace fastgemm
