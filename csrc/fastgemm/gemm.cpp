@@ -26,7 +26,7 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     const int threads = threads_for(m, n, k);
     const KernelTable<T>& main = main_table<T>(ks);
-    if (few_rows_fit(tune, b, c)) {
+    if (few_rows_fit(tune.few_rows_max_m, b, c)) {
         run_few_rows(main, main, threads, alpha, a, b, beta, c, ep);
         return;
     }

@@ -67,37 +67,22 @@ int64_t now_ns() {
         .count();
 }
 
-// When each thread of one team started, against when the team was asked for.
-class StartWatch {
-   public:
-    StartWatch() : asked_(now_ns()) {}
-    void started() {
-        const int64_t late = now_ns() - asked_;
-        int64_t seen = latest_.load(std::memory_order_relaxed);
-        while (late > seen && !latest_.compare_exchange_weak(seen, late, std::memory_order_relaxed)) {
-        }
+// A team with barriers whose last thread started `late` ns after the team was asked for.
+void note_team_start(int64_t late) {
+    if (late > kLateStartNs) {
+        const int64_t now = now_ns();
+        int64_t streak = g_streak_start.load(std::memory_order_relaxed);
+        if (streak == 0) g_streak_start.store(streak = now, std::memory_order_relaxed);
+        g_late_ns.store(late, std::memory_order_relaxed);
+        const int64_t solo = g_solo_ns.load(std::memory_order_relaxed);
+        g_solo_until.store(now + solo, std::memory_order_relaxed);
+        if (now - streak > kStreakBeforeGrowthNs)
+            g_solo_ns.store(std::min(2 * solo, kSoloMaxNs), std::memory_order_relaxed);
+    } else {
+        g_streak_start.store(0, std::memory_order_relaxed);
+        g_solo_ns.store(kSoloMinNs, std::memory_order_relaxed);
     }
-    ~StartWatch() {
-        const int64_t late = latest_.load(std::memory_order_relaxed);
-        if (late > kLateStartNs) {
-            const int64_t now = now_ns();
-            int64_t streak = g_streak_start.load(std::memory_order_relaxed);
-            if (streak == 0) g_streak_start.store(streak = now, std::memory_order_relaxed);
-            g_late_ns.store(late, std::memory_order_relaxed);
-            const int64_t solo = g_solo_ns.load(std::memory_order_relaxed);
-            g_solo_until.store(now + solo, std::memory_order_relaxed);
-            if (now - streak > kStreakBeforeGrowthNs)
-                g_solo_ns.store(std::min(2 * solo, kSoloMaxNs), std::memory_order_relaxed);
-        } else {
-            g_streak_start.store(0, std::memory_order_relaxed);
-            g_solo_ns.store(kSoloMinNs, std::memory_order_relaxed);
-        }
-    }
-
-   private:
-    int64_t asked_;
-    std::atomic<int64_t> latest_{0};
-};
+}
 
 // How a thread of ours waits; see docs/DESIGN.md, "Waiting". A spin with the CPU's pause, then
 // sched_yield, which hands the core to any other runnable thread (another process, another
@@ -147,7 +132,6 @@ bool wait_until(Done done, PauseNs pause_ns, int64_t deadline_ns = 0) {
 // One team at a time: the caller is thread 0, workers 1..size-1.
 struct Team {
     const FunctionRef<void(int, int)>* fn = nullptr;
-    StartWatch* watch = nullptr;
     int size = 0;
     std::atomic<int> started{0};         // threads inside fn so far
     std::atomic<int64_t> last_start{0};  // steady-clock ns when the latest of them started
@@ -204,9 +188,9 @@ class Pool {
     // fn(tid, threads) on the caller and threads - 1 workers. False, nothing run, when another
     // thread's team holds the pool. `elastic`: fn takes its work as it comes free and has no
     // barriers, so a worker that has not started by the time the caller's fn returns is
-    // skipped (its share was taken by the others) instead of waited for. `watch`: null for
-    // an elastic team, whose late threads cost nothing; else it sees each thread start.
-    bool run(int threads, const FunctionRef<void(int, int)>& fn, StartWatch* watch, bool elastic) {
+    // skipped (its share was taken by the others) instead of waited for; only a team with
+    // barriers waits for a late thread, so only its start feeds the busy-machine rule.
+    bool run(int threads, const FunctionRef<void(int, int)>& fn, bool elastic) {
         std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
         if (!busy.owns_lock()) return false;
         try {
@@ -222,7 +206,6 @@ class Pool {
         team_.cpus[0].store(current_cpu(), std::memory_order_relaxed);
         for (int t = 1; t < threads; ++t) team_.cpus[t].store(-1, std::memory_order_relaxed);
         team_.fn = &fn;
-        team_.watch = watch;
         team_.size = threads;
         team_.started.store(1, std::memory_order_relaxed);
         const int64_t asked = now_ns();
@@ -239,7 +222,6 @@ class Pool {
         Team* outer = t_team;
         t_team = &team_;
         t_tid = 0;
-        if (watch) watch->started();
         fn(0, threads);
         for (int w = 0; w < threads - 1; ++w) {
             std::atomic<uint64_t>& state = slots_[w]->state;
@@ -252,13 +234,13 @@ class Pool {
                        [&] { return running && !shares_cpu(team_, 0, waited) ? kRunningTeammateNs : kYieldAfterNs; });
         }
         const int64_t ended = now_ns();
-        // A skipped worker started no sooner than now.
-        if (asleep)
-            g_sleeper_start_ns.store((team_.started.load(std::memory_order_relaxed) < threads
-                                          ? ended
-                                          : team_.last_start.load(std::memory_order_relaxed)) -
-                                         asked,
-                                     std::memory_order_relaxed);
+        // How late the last thread started (a skipped worker: no sooner than now).
+        const int64_t late = (team_.started.load(std::memory_order_relaxed) < threads
+                                  ? ended
+                                  : team_.last_start.load(std::memory_order_relaxed)) -
+                             asked;
+        if (asleep) g_sleeper_start_ns.store(late, std::memory_order_relaxed);
+        if (!elastic) note_team_start(late);
         g_workers_active.store(ended, std::memory_order_relaxed);
         t_team = outer;
         return true;
@@ -316,7 +298,6 @@ class Pool {
             int64_t seen = team_.last_start.load(std::memory_order_relaxed);
             for (const int64_t now = now_ns(); now > seen && !team_.last_start.compare_exchange_weak(seen, now);) {
             }
-            if (team_.watch) team_.watch->started();
             (*team_.fn)(tid, team_.size);
             t_team = nullptr;
             slot.state.store(last << 2 | kDone, std::memory_order_release);
@@ -405,12 +386,7 @@ namespace {
 // One thread: no team at all. A call from inside a team, or while another thread's team holds
 // the pool, runs on its caller alone.
 void run_on(int threads, FunctionRef<void(int, int)> fn, bool elastic) {
-    if (threads > 1 && t_team == nullptr) {
-        if (elastic && pool().run(threads, fn, nullptr, true)) return;
-        // Only a team with barriers waits for a late thread, so only its starts are watched.
-        StartWatch watch;
-        if (!elastic && pool().run(threads, fn, &watch, false)) return;
-    }
+    if (threads > 1 && t_team == nullptr && pool().run(threads, fn, elastic)) return;
     fn(0, 1);
 }
 }  // namespace
