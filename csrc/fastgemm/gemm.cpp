@@ -85,14 +85,21 @@ bool small_shaped(const KernelSet& ks, const SmallProduct<T>& sp) {
 }
 
 // Whether k rows of B `rs_bytes` apart crowd into few L1 sets: the small kernels read a 64-byte
-// piece of every row per panel, and each 4-row group rereads the panel from L1; with more of its
-// lines to one set than the set has ways the panel misses L1 every time (128^3 float32 by rows
-// of 512 bytes ran 0.7x the same product with its rows padded to 576).
+// piece of every row per panel, and each 4-row group rereads the panel from L1; with as many of
+// its lines to one set as the set has ways, none is left for A's and C's lines and the panel
+// misses L1 every time (128^3 float32 by rows of 512 bytes ran 0.7x the same product with its
+// rows padded to 576; see docs/DESIGN.md, "Small products").
 bool rows_crowd_l1(int64_t rs_bytes, int64_t k) {
     const CacheLevel& l1 = caches().l1d;
     const int64_t way = std::max<int64_t>(64, l1.size / l1.ways);  // bytes one way spans
     const int64_t period = way / std::gcd(rs_bytes, way);          // rows before the set repeats
-    return k * 64 <= l1.size / 2 && (k + period - 1) / period > l1.ways;
+    return k * 64 <= l1.size / 2 && (k + period - 1) / period >= l1.ways;
+}
+
+// Whether small_b_ready copies this B for its crowding rows: enough row groups reread it.
+template <typename T>
+bool small_b_crowds(const SmallProduct<T>& sp) {
+    return sp.c.rows >= 64 && rows_crowd_l1(sp.b.rs * int64_t(sizeof(T)), sp.b.rows);
 }
 
 // B ready for the small kernels: read in place when its rows are contiguous and spread over L1;
@@ -105,7 +112,7 @@ template <typename T>
 bool small_b_ready(SmallProduct<T>& sp) {
     const int64_t k = sp.b.rows, n = sp.b.cols;
     const bool reread = sp.c.rows >= 64;
-    if (sp.b.cs == 1 && !(reread && rows_crowd_l1(sp.b.rs * int64_t(sizeof(T)), k))) return true;
+    if (sp.b.cs == 1 && !small_b_crowds(sp)) return true;
     // A B past a quarter of L2 is read by the small kernels from L2 once per four rows: unless
     // there are only one or two such groups, the blocked path's tile reuses it more (16 x 4096 x
     // 16 float32: 0.55x NumPy copied, 0.66x packed).
@@ -189,7 +196,7 @@ bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t e
 template <typename T>
 bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, SmallProduct<T>& out) {
     out = orient(a, b, c);
-    return out.b.cs == 1 && small_shaped(ks, out);
+    return out.b.cs == 1 && small_shaped(ks, out) && !small_b_crowds(out);
 }
 
 template bool small_product<float>(const KernelSet&, View<const float>, View<const float>, View<float>,
