@@ -45,7 +45,10 @@ def test_full_suite_covers_the_issue():
     assert {c.layout for c in cases} == set(suite.LAYOUTS) | {suite.PACKED_LAYOUT}
     kn = {(c.m, c.layout) for c in cases if (c.n, c.k, c.dtype) == (4096, 4096, "float32")}
     assert kn >= {(m, lay) for m in (1, 4, 16, 64, 256) for lay in ("contiguous", suite.PACKED_LAYOUT)}
-    assert all(c.group == "packed" for c in cases if c.layout == suite.PACKED_LAYOUT)
+    assert all(c.group in ("packed", "linear") for c in cases if c.layout == suite.PACKED_LAYOUT)
+    # issue 12's linear layer: fused on a pre-packed W at M = 1, 16, 128, 512
+    linear = {(c.m, c.layout, c.activation) for c in cases if c.group == "linear"}
+    assert linear == {(m, suite.PACKED_LAYOUT, "gelu_tanh") for m in (1, 16, 128, 512)}
     assert len({c.key for c in cases}) == len(cases)
     assert all(c.dtype == "float64" for c in suite.full_suite("float64"))
 
