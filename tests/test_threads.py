@@ -16,9 +16,12 @@ from gemm_check import GEMM, assert_matches, random_matrix, reference
 
 # Shapes big enough that fastgemm starts threads (test_shapes_start_a_team checks that):
 # square-ish (ic split), few rows (jr split), a single row / column, odd edges, and K much
-# larger than M and N (never split, so it must not change the bits).
+# larger than M and N (never split, so it must not change the bits). 1023 and 900 rows are
+# two or more row blocks a thread, which threads take as they come free; 1600 columns also
+# pack B in pieces taken that way.
 THREADED_SHAPES = [
     (300, 280, 250),
+    (900, 1600, 300),
     (5, 4099, 513),
     (1, 8191, 700),
     (4097, 1, 1200),

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <memory>
 
 #include "blocking.hpp"
 #include "epilogue.hpp"
@@ -104,10 +106,29 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
     const int64_t a_bytes = round_up(ceil_div(mc_max, MR) * p.a_sliver(kc_max), 64);
     char* scratch = static_cast<char*>(thread_scratch(size_t(b_bytes + a_bytes * threads)));
 
+    // With two or more blocks of rows a thread, a team splitting M takes them, and wide panels
+    // of B to pack in pieces of 8 slivers, as its threads come free instead of in equal shares: a
+    // thread slowed by another process on its CPU (another library's spinning workers, a busy
+    // machine) then leaves its pieces to the others rather than holding them at the barrier; see
+    // docs/DESIGN.md, "Threads on a busy machine". Each tile is still one thread's whole: the
+    // result does not change.
+    constexpr int64_t kPackPiece = 8;
+    const int64_t k_steps = ceil_div(k, kc_max), panels = ceil_div(n, nc_max) * k_steps;
+    // Blocks of equal height, a whole number of them a thread: the static split's balance when
+    // no thread is slowed.
+    const int64_t unit_rows = round_up(ceil_div(m, round_up(ceil_div(m, mc_max), int64_t(threads))), MR);
+    const int64_t units = ceil_div(m, unit_rows);
+    std::unique_ptr<std::atomic<int64_t>[]> next_unit, next_pack;
+    if (!P::prepacked && threads > 1 && grid.tn == 1 && units >= 2 * int64_t(threads)) {
+        next_unit.reset(new std::atomic<int64_t>[size_t(panels)]());
+        next_pack.reset(new std::atomic<int64_t>[size_t(panels)]());
+    }
+
     // One thread's share of the five loops; `team` threads run it together.
     auto work = [&](int tid, int team) {
         // The pool may give fewer threads than asked: re-derive the grid from the team.
         const Grid g = team == threads ? grid : grid_for(team);
+        const bool pieces = next_unit && team > 1 && g.tn == 1;
         const int gm = tid / g.tn, gn = tid % g.tn;
         // This thread's rows: an equal share of MR slivers, cut into equal blocks of at most
         // MC (dealt round-robin, MC blocks left one thread a short block behind).
@@ -127,16 +148,20 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
             for (int64_t pc = 0; pc < k; pc += kc_max) {
                 const int64_t kc = std::min(kc_max, k - pc);
                 const int64_t a_sl = p.a_sliver(kc), b_sl = p.b_sliver(kc);
+                const int64_t panel = jc / nc_max * k_steps + pc / kc_max;
                 const char* bp = scratch;
                 if constexpr (P::prepacked) {
                     bp = p.store.panel_bytes(pc, jc);
+                } else if (pieces && packed >= 4 * kPackPiece * team) {
+                    for (int64_t s0; (s0 = next_pack[panel].fetch_add(kPackPiece, std::memory_order_relaxed)) < packed;)
+                        p.pack_b(jc, nc, pc, kc, scratch, in_place + s0, in_place + std::min(packed, s0 + kPackPiece));
+                    team_barrier();
                 } else {
                     p.pack_b(jc, nc, pc, kc, scratch, in_place + packed * tid / team,
                              in_place + packed * (tid + 1) / team);
                     if (team > 1) team_barrier();
                 }
-                for (int64_t ic = r0; ic < r1; ic += mc_t) {
-                    const int64_t mc = std::min(mc_t, r1 - ic);
+                auto block = [&](int64_t ic, int64_t mc) {
                     p.pack_a(ic, mc, pc, kc, ap);
                     for (int64_t s = s_lo; s < s_hi; ++s) {
                         const int64_t jr = s * NR;
@@ -146,6 +171,12 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
                             p.tile(ap + ir / MR * a_sl, bp + s * b_sl, s < in_place, ic + ir, jc + jr, mr, nr, pc, kc);
                         }
                     }
+                };
+                if (pieces) {
+                    for (int64_t u; (u = next_unit[panel].fetch_add(1, std::memory_order_relaxed)) < units;)
+                        block(u * unit_rows, std::min(unit_rows, m - u * unit_rows));
+                } else {
+                    for (int64_t ic = r0; ic < r1; ic += mc_t) block(ic, std::min(mc_t, r1 - ic));
                 }
                 // The B panel is repacked next round: everyone must be done reading it.
                 if constexpr (!P::prepacked)
