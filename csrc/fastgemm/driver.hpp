@@ -106,21 +106,22 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
     const int64_t a_bytes = round_up(ceil_div(mc_max, MR) * p.a_sliver(kc_max), 64);
     char* scratch = static_cast<char*>(thread_scratch(size_t(b_bytes + a_bytes * threads)));
 
-    // With two or more blocks of rows a thread, a team splitting M takes them, and wide panels
-    // of B to pack in pieces of 8 slivers, as its threads come free instead of in equal shares: a
-    // thread slowed by another process on its CPU (another library's spinning workers, a busy
-    // machine) then leaves its pieces to the others rather than holding them at the barrier; see
+    // A team takes its work piece by piece as its threads come free instead of in equal shares:
+    // the packing of wide B panels in pieces of 8 slivers, and each panel's tiles as items of a
+    // block of rows by a part of the slivers, at least 4 items a thread. A thread slowed by
+    // another process on its CPU (another library's spinning workers, a busy machine) then
+    // leaves its pieces to the others rather than holding them at the barrier; see
     // docs/DESIGN.md, "Threads on a busy machine". Each tile is still one thread's whole: the
     // result does not change.
-    constexpr int64_t kPackPiece = 8;
+    constexpr int64_t kPackPiece = 8, kItemsPerThread = 4, kMinPartSlivers = 4;
     const int64_t k_steps = ceil_div(k, kc_max), panels = ceil_div(n, nc_max) * k_steps;
-    // Blocks of equal height, a whole number of them a thread: the static split's balance when
-    // no thread is slowed.
-    const int64_t unit_rows = round_up(ceil_div(m, round_up(ceil_div(m, mc_max), int64_t(threads))), MR);
-    const int64_t units = ceil_div(m, unit_rows);
-    std::unique_ptr<std::atomic<int64_t>[]> next_unit, next_pack;
-    if (!P::prepacked && threads > 1 && grid.tn == 1 && units >= 2 * int64_t(threads)) {
-        next_unit.reset(new std::atomic<int64_t>[size_t(panels)]());
+    // Row blocks of equal height, at most MC, a whole number of them for each row group of the
+    // static grid (so a quiet machine splits the rows as before).
+    const int64_t block_rows = round_up(ceil_div(m, round_up(ceil_div(m, mc_max), int64_t(grid.tm))), MR);
+    const int64_t blocks = ceil_div(m, block_rows);
+    std::unique_ptr<std::atomic<int64_t>[]> next_item, next_pack;
+    if (!P::prepacked && threads > 1) {
+        next_item.reset(new std::atomic<int64_t>[size_t(panels)]());
         next_pack.reset(new std::atomic<int64_t>[size_t(panels)]());
     }
 
@@ -128,7 +129,7 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
     auto work = [&](int tid, int team) {
         // The pool may give fewer threads than asked: re-derive the grid from the team.
         const Grid g = team == threads ? grid : grid_for(team);
-        const bool pieces = next_unit && team > 1 && g.tn == 1;
+        const bool pieces = next_item && team > 1;
         const int gm = tid / g.tn, gn = tid % g.tn;
         // This thread's rows: an equal share of MR slivers, cut into equal blocks of at most
         // MC (dealt round-robin, MC blocks left one thread a short block behind).
@@ -161,9 +162,9 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
                              in_place + packed * (tid + 1) / team);
                     if (team > 1) team_barrier();
                 }
-                auto block = [&](int64_t ic, int64_t mc) {
-                    p.pack_a(ic, mc, pc, kc, ap);
-                    for (int64_t s = s_lo; s < s_hi; ++s) {
+                // The tiles of rows [ic, ic + mc) and slivers [s0, s1) from A's block packed at ap.
+                auto sweep = [&](int64_t ic, int64_t mc, int64_t s0, int64_t s1) {
+                    for (int64_t s = s0; s < s1; ++s) {
                         const int64_t jr = s * NR;
                         const int nr = int(std::min<int64_t>(NR, nc - jr));
                         for (int64_t ir = 0; ir < mc; ir += MR) {
@@ -173,10 +174,21 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
                     }
                 };
                 if (pieces) {
-                    for (int64_t u; (u = next_unit[panel].fetch_add(1, std::memory_order_relaxed)) < units;)
-                        block(u * unit_rows, std::min(unit_rows, m - u * unit_rows));
+                    const int64_t parts = std::clamp(ceil_div(kItemsPerThread * team, blocks), int64_t(1),
+                                                     std::max<int64_t>(1, slivers / kMinPartSlivers));
+                    int64_t packed_block = -1;
+                    for (int64_t u; (u = next_item[panel].fetch_add(1, std::memory_order_relaxed)) < blocks * parts;) {
+                        const int64_t blk = u / parts, part = u % parts, ic = blk * block_rows;
+                        const int64_t mc = std::min(block_rows, m - ic);
+                        if (blk != packed_block) p.pack_a(ic, mc, pc, kc, ap), packed_block = blk;
+                        sweep(ic, mc, slivers * part / parts, slivers * (part + 1) / parts);
+                    }
                 } else {
-                    for (int64_t ic = r0; ic < r1; ic += mc_t) block(ic, std::min(mc_t, r1 - ic));
+                    for (int64_t ic = r0; ic < r1; ic += mc_t) {
+                        const int64_t mc = std::min(mc_t, r1 - ic);
+                        p.pack_a(ic, mc, pc, kc, ap);
+                        sweep(ic, mc, s_lo, s_hi);
+                    }
                 }
                 // The B panel is repacked next round: everyone must be done reading it.
                 if constexpr (!P::prepacked)
