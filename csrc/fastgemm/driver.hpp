@@ -106,9 +106,10 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
     const int64_t a_bytes = round_up(ceil_div(mc_max, MR) * p.a_sliver(kc_max), 64);
     char* scratch = static_cast<char*>(thread_scratch(size_t(b_bytes + a_bytes * threads)));
 
-    // A team takes its work piece by piece as its threads come free instead of in equal shares:
-    // the packing of wide B panels in pieces of 8 slivers, and each panel's tiles as items of a
-    // block of rows by a part of the slivers, at least 4 items a thread. A thread slowed by
+    // A team splitting M takes its work piece by piece as its threads come free instead of in
+    // equal shares: the packing of wide B panels in pieces of 8 slivers, and each panel's tiles as
+    // items of a block of rows by a part of the slivers, at least 4 items a thread (a team of few
+    // rows, split along B's slivers, keeps computing on the slivers it packed). A thread slowed by
     // another process on its CPU (another library's spinning workers, a busy machine) then
     // leaves its pieces to the others rather than holding them at the barrier; see
     // docs/DESIGN.md, "Threads on a busy machine". Each tile is still one thread's whole: the
@@ -120,7 +121,7 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
     const int64_t block_rows = round_up(ceil_div(m, round_up(ceil_div(m, mc_max), int64_t(grid.tm))), MR);
     const int64_t blocks = ceil_div(m, block_rows);
     std::unique_ptr<std::atomic<int64_t>[]> next_item, next_pack;
-    if (!P::prepacked && threads > 1) {
+    if (!P::prepacked && threads > 1 && grid.tn == 1) {
         next_item.reset(new std::atomic<int64_t>[size_t(panels)]());
         next_pack.reset(new std::atomic<int64_t>[size_t(panels)]());
     }
@@ -129,7 +130,7 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
     auto work = [&](int tid, int team) {
         // The pool may give fewer threads than asked: re-derive the grid from the team.
         const Grid g = team == threads ? grid : grid_for(team);
-        const bool pieces = next_item && team > 1;
+        const bool pieces = next_item && team > 1 && g.tn == 1;
         const int gm = tid / g.tn, gn = tid % g.tn;
         // This thread's rows: an equal share of MR slivers, cut into equal blocks of at most
         // MC (dealt round-robin, MC blocks left one thread a short block behind).
