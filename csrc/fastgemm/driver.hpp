@@ -154,13 +154,15 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
                 const char* bp = scratch;
                 if constexpr (P::prepacked) {
                     bp = p.store.panel_bytes(pc, jc);
-                } else if (pieces && packed >= 4 * kPackPiece * team) {
-                    for (int64_t s0; (s0 = next_pack[panel].fetch_add(kPackPiece, std::memory_order_relaxed)) < packed;)
-                        p.pack_b(jc, nc, pc, kc, scratch, in_place + s0, in_place + std::min(packed, s0 + kPackPiece));
-                    team_barrier();
                 } else {
-                    p.pack_b(jc, nc, pc, kc, scratch, in_place + packed * tid / team,
-                             in_place + packed * (tid + 1) / team);
+                    if (pieces && packed >= 4 * kPackPiece * team)
+                        for (int64_t s0;
+                             (s0 = next_pack[panel].fetch_add(kPackPiece, std::memory_order_relaxed)) < packed;)
+                            p.pack_b(jc, nc, pc, kc, scratch, in_place + s0,
+                                     in_place + std::min(packed, s0 + kPackPiece));
+                    else
+                        p.pack_b(jc, nc, pc, kc, scratch, in_place + packed * tid / team,
+                                 in_place + packed * (tid + 1) / team);
                     if (team > 1) team_barrier();
                 }
                 // The tiles of rows [ic, ic + mc) and slivers [s0, s1) from A's block packed at ap.

@@ -26,7 +26,7 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     const int threads = threads_for(m, n, k);
     const KernelTable<T>& main = main_table<T>(ks);
-    if (few_rows_fit(tune.few_rows_max_m, b, c)) {
+    if (few_rows_fit(tune.few_rows_max_m, m, b.cs, c.cs)) {
         run_few_rows(main, main, threads, alpha, a, b, beta, c, ep);
         return;
     }
@@ -96,11 +96,9 @@ bool rows_crowd_l1(int64_t rs_bytes, int64_t k) {
     return k * 64 <= l1.size / 2 && (k + period - 1) / period >= l1.ways;
 }
 
-// Whether small_b_ready copies this B for its crowding rows: enough row groups reread it.
-template <typename T>
-bool small_b_crowds(const SmallProduct<T>& sp) {
-    return sp.c.rows >= 64 && rows_crowd_l1(sp.b.rs * int64_t(sizeof(T)), sp.b.rows);
-}
+// Whether k rows of B `rs_bytes` apart crowd L1 for a small product with `c_rows` rows of C:
+// enough row groups to reread them (with 8-16 rows a copy apart cost more than it saved).
+bool b_rows_crowd(int64_t c_rows, int64_t rs_bytes, int64_t k) { return c_rows >= 64 && rows_crowd_l1(rs_bytes, k); }
 
 // B ready for the small kernels: read in place when its rows are contiguous and spread over L1;
 // else copied row-major into the thread's scratch, which costs less than packing both operands
@@ -111,15 +109,14 @@ bool small_b_crowds(const SmallProduct<T>& sp) {
 template <typename T>
 bool small_b_ready(SmallProduct<T>& sp) {
     const int64_t k = sp.b.rows, n = sp.b.cols;
-    const bool reread = sp.c.rows >= 64;
-    if (sp.b.cs == 1 && !small_b_crowds(sp)) return true;
+    if (sp.b.cs == 1 && !b_rows_crowd(sp.c.rows, sp.b.rs * int64_t(sizeof(T)), k)) return true;
     // A B past a quarter of L2 is read by the small kernels from L2 once per four rows: unless
     // there are only one or two such groups, the blocked path's tile reuses it more (16 x 4096 x
     // 16 float32: 0.55x NumPy copied, 0.66x packed).
     if (sp.c.rows > 8 && double(n) * double(k) * double(sizeof(T)) > double(caches().l2.size) / 4) return sp.b.cs == 1;
     constexpr int64_t line = 64 / int64_t(sizeof(T));
     const int64_t lines = (n + line - 1) / line;
-    const int64_t ld = reread && rows_crowd_l1(n * int64_t(sizeof(T)), k) ? (lines | 1) * line : n;
+    const int64_t ld = b_rows_crowd(sp.c.rows, n * int64_t(sizeof(T)), k) ? (lines | 1) * line : n;
     T* copy = static_cast<T*>(thread_scratch(size_t(k * ld) * sizeof(T)));
     for (int64_t p = 0; p < k; ++p) {  // B's lines stay in L1 while p steps through them
         if (sp.b.cs == 1) std::memcpy(copy + p * ld, sp.b.data + p * sp.b.rs, size_t(n) * sizeof(T));
@@ -196,7 +193,8 @@ bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t e
 template <typename T>
 bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, SmallProduct<T>& out) {
     out = orient(a, b, c);
-    return out.b.cs == 1 && small_shaped(ks, out) && !small_b_crowds(out);
+    return out.b.cs == 1 && small_shaped(ks, out) &&
+           !b_rows_crowd(out.c.rows, out.b.rs * int64_t(sizeof(T)), out.b.rows);
 }
 
 template bool small_product<float>(const KernelSet&, View<const float>, View<const float>, View<float>,

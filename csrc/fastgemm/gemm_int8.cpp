@@ -143,7 +143,7 @@ void run(const KernelSet& ks, View<const A> a, const B& b, char* c, int64_t rsc,
     const int threads = threads_for(m, n, k);
     if constexpr (!std::is_same_v<B, PackedInt8B>) {
         if ((m == 1 || n == 1) && try_gemv(ks, t, a, b, c, rsc, csc, accumulate, scale, scale_inc, ep)) return;
-        if (few_rows_fit(ks.tuning.int8_few_rows_max_m, b, View<int32_t>{nullptr, m, n, rsc, csc})) {
+        if (few_rows_fit(ks.tuning.int8_few_rows_max_m, m, b.cs, csc)) {
             // A few rows: B streamed once where it is per group of rows, as for one row; see
             // docs/DESIGN.md, "Few rows".
             few_rows_split(

@@ -116,7 +116,7 @@ void compute(float alpha, View<const S> a, View<const S> b, float beta, View<flo
     // C^T's tiles would need a bias per row: then the epilogue finishes C in one pass after.
     const bool after = o.transposed && ep.bias;
     const Epilogue<float> tile_ep = after ? Epilogue<float>{} : ep;
-    if (few_rows_fit(ks.tuning.few_rows_max_m, o.b, o.c)) {
+    if (few_rows_fit(ks.tuning.few_rows_max_m, o.c.rows, o.b.cs, o.c.cs)) {
         run_few_rows(lp, uk, threads, alpha, o.a, o.b, beta, o.c, tile_ep);
     } else if (const PairKernels* pk = pairs_for(ks, o)) {
         if constexpr (std::is_same_v<S, bfloat16_t>)

@@ -168,12 +168,11 @@ bool try_gemv(const Tab& uk, T alpha, View<const S> a, View<const S> b, T beta, 
     return true;
 }
 
-// Whether the few-row kernels take a product (m, n, k >= 1): 2 up to max_m rows (the kernel
+// Whether the few-row kernels take a product of m rows (n, k >= 1): 2 up to max_m (the kernel
 // set's tuning.few_rows_max_m, or int8_few_rows_max_m), B's and C's rows contiguous. See
 // docs/DESIGN.md, "Few rows".
-template <typename S, typename T>
-bool few_rows_fit(int64_t max_m, View<const S> b, View<T> c) {
-    return c.rows >= 2 && c.rows <= max_m && b.cs == 1 && c.cs == 1;
+inline bool few_rows_fit(int64_t max_m, int64_t m, int64_t b_cs, int64_t c_cs) {
+    return m >= 2 && m <= max_m && b_cs == 1 && c_cs == 1;
 }
 
 // How the few-row kernels run on `threads` threads: C's n columns split in whole cache lines of
