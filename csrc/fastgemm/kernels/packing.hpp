@@ -93,40 +93,32 @@ int64_t pack_b_columns(int64_t kc, const typename V::T* b0, int64_t csb, typenam
     return p;
 }
 
-// Each row piece of a wide row-major B is on its own page, where the hardware prefetcher
-// stops: packing asks for the piece a few rows ahead (non-temporal: it is read once). See
-// docs/DESIGN.md, "Packing B by rows".
-constexpr int64_t kPackPrefetchRows = 4;
-// The address is formed as an integer: past B's last rows it points nowhere (a prefetch never
-// faults).
-template <int Bytes>
-inline void prefetch_row_piece(const void* row, int64_t ahead_bytes) {
-    const uintptr_t p = reinterpret_cast<uintptr_t>(row) + uintptr_t(ahead_bytes);
-#pragma GCC unroll 16
-    for (int off = 0; off < Bytes; off += 64) __builtin_prefetch(reinterpret_cast<const void*>(p + off), 0, 0);
-}
+// Rows of a row-major B that packing copies together, across all its slivers: as many row
+// pieces streamed at once, each followed by the hardware prefetcher. See docs/DESIGN.md,
+// "Packing B by rows".
+constexpr int kPackRows = 8;
 
-// Slivers per pass over a row-major B's rows: as many as make 512-byte row pieces (elements of
-// S), which the hardware prefetcher follows, not one line per page of a wide B; see
-// docs/DESIGN.md, "Packing B by rows".
-template <int NR, typename S>
-constexpr int pack_b_group = 512 / (NR * int(sizeof(S))) > 1 ? 512 / (NR * int(sizeof(S))) : 1;
-
-// G consecutive full slivers of a row-major B (b0: the first one's column 0) into dst, kc x NR
-// each, a row piece of G x NR elements at a time, prefetched kPackPrefetchRows rows ahead.
-// load(p): W elements at p as a V::reg (V::loadu, or a widening load).
-template <typename V, int NR, int G, typename S, typename Load>
-void pack_b_rows(int64_t kc, const S* b0, int64_t rsb, typename V::T* dst, Load load) {
+// Full slivers [0, slivers) of a row-major B (b0: the first one's column 0) into dst, kc x NR
+// each, kPackRows rows at a time. load(p): W elements at p as a V::reg (V::loadu, or a widening
+// load).
+template <typename V, int NR, typename S, typename Load>
+void pack_b_rows(int64_t kc, int64_t slivers, const S* b0, int64_t rsb, typename V::T* dst, Load load) {
     constexpr int W = V::W;
     static_assert(NR % W == 0, "a sliver is whole vectors");
-    for (int64_t p = 0; p < kc; ++p) {
-        const S* br = b0 + p * rsb;
-        prefetch_row_piece<G * NR* int(sizeof(S))>(br, kPackPrefetchRows * rsb * int64_t(sizeof(S)));
-#pragma GCC unroll 16
-        for (int g = 0; g < G; ++g)
+    auto rows = [&](auto count, int64_t p) {
+        constexpr int R = decltype(count)::value;
+        for (int64_t s = 0; s < slivers; ++s) {
+            const S* br = b0 + p * rsb + s * NR;
+            typename V::T* d = dst + s * NR * kc + p * NR;
 #pragma GCC unroll 8
-            for (int j = 0; j < NR; j += W) V::storeu(dst + g * NR * kc + p * NR + j, load(br + g * NR + j));
-    }
+            for (int q = 0; q < R; ++q)
+#pragma GCC unroll 8
+                for (int j = 0; j < NR; j += W) V::storeu(d + q * NR + j, load(br + q * rsb + j));
+        }
+    };
+    int64_t p = 0;
+    for (; p + kPackRows <= kc; p += kPackRows) rows(std::integral_constant<int, kPackRows>{}, p);
+    for (; p < kc; ++p) rows(std::integral_constant<int, 1>{}, p);
 }
 
 // Reading elements stored as V::T: pack_b's conversion traits (the 2-byte packers' are the
@@ -145,20 +137,18 @@ void pack_b_as(int64_t kc, int64_t nc, const typename C::S* b, int64_t rsb, int6
                int64_t s1) {
     using T = typename V::T;
     using S = typename C::S;
-    constexpr int G = pack_b_group<NR, S>;
-    auto load = [](const S* p) { return C::load(p); };
     int64_t s = s0;
-    if (csb == 1)
-        for (; s + G <= s1 && (s + G) * NR <= nc; s += G)
-            pack_b_rows<V, NR, G>(kc, b + s * NR, rsb, bp + s * NR * kc, load);
+    if (csb == 1 && s < nc / NR) {
+        const int64_t full = (s1 < nc / NR ? s1 : nc / NR) - s;
+        pack_b_rows<V, NR>(kc, full, b + s * NR, rsb, bp + s * NR * kc, [](const S* p) { return C::load(p); });
+        s += full;
+    }
     for (; s < s1; ++s) {
         const int64_t j0 = s * NR;
         const int64_t cols = nc - j0 < NR ? nc - j0 : NR;
         const S* b0 = b + j0 * csb;
         T* dst = bp + s * NR * kc;
-        if (cols == NR && csb == 1) {
-            pack_b_rows<V, NR, 1>(kc, b0, rsb, dst, load);
-        } else if (cols == NR && rsb == 1) {
+        if (cols == NR && rsb == 1) {
             // B transposed: each column is contiguous along k.
             int64_t p0 = 0;
             if constexpr (std::is_same_v<S, T> && has_transpose<V>) p0 = pack_b_columns<V, NR>(kc, b0, csb, dst);
