@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "blocking.hpp"
 #include "epilogue.hpp"
@@ -63,6 +64,14 @@ inline Grid make_grid(int threads, int64_t m, int mr) {
     int tm = threads;
     while (tm > 1 && (threads % tm != 0 || slivers < 4 * int64_t(tm))) --tm;
     return {tm, threads / tm};
+}
+
+// Tile t of the `tiles` = ceil(mc / MR) tiles of an mc-row block: its first row and its height,
+// the heights as equal as can be. An edge tile of 1 or 2 rows holds too few accumulators to hide
+// the FMA's latency, so 8 rows run as 4 + 4, not 6 + 2; see docs/DESIGN.md, "Tile heights".
+inline std::pair<int64_t, int> tile_rows(int64_t mc, int64_t tiles, int64_t t) {
+    const int64_t base = mc / tiles, extra = mc % tiles;
+    return {t * base + std::min(t, extra), int(base + (t < extra))};
 }
 
 // The five loops around the microkernel for any kind of packed product P (floating point in
@@ -165,14 +174,23 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
                                  in_place + packed * (tid + 1) / team);
                     if (team > 1) team_barrier();
                 }
+                // A's block of rows [ic, ic + mc) at ap, one sliver per tile (tile_rows).
+                auto pack_block = [&](int64_t ic, int64_t mc) {
+                    if (mc % MR == 0) return p.pack_a(ic, mc, pc, kc, ap);
+                    for (int64_t t = 0, tiles = ceil_div(mc, MR); t < tiles; ++t) {
+                        const auto [r, h] = tile_rows(mc, tiles, t);
+                        p.pack_a(ic + r, h, pc, kc, ap + t * a_sl);
+                    }
+                };
                 // The tiles of rows [ic, ic + mc) and slivers [s0, s1) from A's block packed at ap.
                 auto sweep = [&](int64_t ic, int64_t mc, int64_t s0, int64_t s1) {
+                    const int64_t tiles = ceil_div(mc, MR);
                     for (int64_t s = s0; s < s1; ++s) {
                         const int64_t jr = s * NR;
                         const int nr = int(std::min<int64_t>(NR, nc - jr));
-                        for (int64_t ir = 0; ir < mc; ir += MR) {
-                            const int mr = int(std::min<int64_t>(MR, mc - ir));
-                            p.tile(ap + ir / MR * a_sl, bp + s * b_sl, s < in_place, ic + ir, jc + jr, mr, nr, pc, kc);
+                        for (int64_t t = 0; t < tiles; ++t) {
+                            const auto [r, h] = tile_rows(mc, tiles, t);
+                            p.tile(ap + t * a_sl, bp + s * b_sl, s < in_place, ic + r, jc + jr, h, nr, pc, kc);
                         }
                     }
                 };
@@ -183,13 +201,13 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
                     for (int64_t u; (u = next_item[panel].fetch_add(1, std::memory_order_relaxed)) < blocks * parts;) {
                         const int64_t blk = u / parts, part = u % parts, ic = blk * block_rows;
                         const int64_t mc = std::min(block_rows, m - ic);
-                        if (blk != packed_block) p.pack_a(ic, mc, pc, kc, ap), packed_block = blk;
+                        if (blk != packed_block) pack_block(ic, mc), packed_block = blk;
                         sweep(ic, mc, slivers * part / parts, slivers * (part + 1) / parts);
                     }
                 } else {
                     for (int64_t ic = r0; ic < r1; ic += mc_t) {
                         const int64_t mc = std::min(mc_t, r1 - ic);
-                        p.pack_a(ic, mc, pc, kc, ap);
+                        pack_block(ic, mc);
                         sweep(ic, mc, s_lo, s_hi);
                     }
                 }

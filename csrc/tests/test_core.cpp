@@ -293,6 +293,25 @@ void expect_throw(const char* what, F f) {
     report(ok, what);
 }
 
+// tile_rows cuts a block into ceil(mc / MR) tiles covering each row once, of heights 1..MR that
+// differ by at most one (whole MR-row tiles when MR divides mc).
+void tile_heights() {
+    for (int mr : {4, 6, 8, 14, 16})
+        for (int64_t mc = 1; mc <= 200; ++mc) {
+            const int64_t tiles = fastgemm::ceil_div(mc, int64_t(mr));
+            int64_t next = 0;
+            int lo = mr, hi = 0;
+            bool ok = true;
+            for (int64_t t = 0; t < tiles; ++t) {
+                const auto [r, h] = fastgemm::tile_rows(mc, tiles, t);
+                ok = ok && r == next && h >= 1 && h <= mr && (mc % mr != 0 || h == mr);
+                next = r + h, lo = std::min(lo, h), hi = std::max(hi, h);
+            }
+            report(ok && next == mc && hi - lo <= 1,
+                   "tile_rows mr " + std::to_string(mr) + " mc " + std::to_string(mc));
+        }
+}
+
 void bad_input() {
     float x[4] = {1, 2, 3, 4};
     const View<const float> a{x, 2, 2, 2, 1};
@@ -1298,6 +1317,7 @@ int main(int argc, char** argv) {
     }
     fastgemm::set_kernels(before);
     if (!quick) pair_driver_emulated();
+    tile_heights();
     bad_input();
     overlap_rule();
     kernel_lookup_and_threads();
