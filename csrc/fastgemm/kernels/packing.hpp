@@ -46,10 +46,39 @@ int64_t pack_a_rows(int64_t kc, const typename V::T* a0, int64_t rsa, typename V
     return p;
 }
 
+// Lines of an operand that packing reads together: rows of a row-major B (across all its
+// slivers), columns of an A stored by columns. As many streams at once, each followed by the
+// hardware prefetcher; see docs/DESIGN.md, "Packing B by rows".
+constexpr int kPackRows = 8;
+
+// Full MR-row slivers [0, slivers) of an A stored by columns (a: the first sliver's element (0,
+// 0), each column contiguous along the rows) into ap, kc x MR each: kPackRows columns at a time
+// across all the slivers, each sliver's piece of a column copied whole.
+template <typename T, int MR>
+void pack_a_columns(int64_t kc, int64_t slivers, const T* a, int64_t csa, T* ap) {
+    auto columns = [&](auto count, int64_t p) {
+        constexpr int R = decltype(count)::value;
+        for (int64_t s = 0; s < slivers; ++s) {
+            const T* as = a + s * MR + p * csa;
+            T* d = ap + s * MR * kc + p * MR;
+#pragma GCC unroll 8
+            for (int q = 0; q < R; ++q) __builtin_memcpy(d + q * MR, as + q * csa, MR * sizeof(T));
+        }
+    };
+    int64_t p = 0;
+    for (; p + kPackRows <= kc; p += kPackRows) columns(std::integral_constant<int, kPackRows>{}, p);
+    for (; p < kc; ++p) columns(std::integral_constant<int, 1>{}, p);
+}
+
 template <typename V, int MR>
 void pack_a(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, int64_t csa, typename V::T* ap) {
     using T = typename V::T;
-    for (int64_t i0 = 0; i0 < mc; i0 += MR, ap += MR * kc) {
+    int64_t i0 = 0;
+    if (rsa == 1 && csa != 1 && mc >= MR) {
+        pack_a_columns<T, MR>(kc, mc / MR, a, csa, ap);
+        i0 = mc / MR * MR, ap += mc / MR * MR * kc;
+    }
+    for (; i0 < mc; i0 += MR, ap += MR * kc) {
         const T* a0 = a + i0 * rsa;
         const int64_t rows = mc - i0 < MR ? mc - i0 : MR;
         if (rows == MR && csa == 1) {
@@ -59,12 +88,6 @@ void pack_a(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, int64_t
             for (int i = 0; i < MR; ++i) {
                 const T* ar = a0 + i * rsa;
                 for (int64_t p = p0; p < kc; ++p) ap[p * MR + i] = ar[p];
-            }
-        } else if (rows == MR && rsa == 1) {
-            for (int64_t p = 0; p < kc; ++p) {
-                const T* ac = a0 + p * csa;
-#pragma GCC unroll 64
-                for (int i = 0; i < MR; ++i) ap[p * MR + i] = ac[i];
             }
         } else {
             for (int64_t p = 0; p < kc; ++p)
@@ -92,11 +115,6 @@ int64_t pack_b_columns(int64_t kc, const typename V::T* b0, int64_t csb, typenam
         }
     return p;
 }
-
-// Rows of a row-major B that packing copies together, across all its slivers: as many row
-// pieces streamed at once, each followed by the hardware prefetcher. See docs/DESIGN.md,
-// "Packing B by rows".
-constexpr int kPackRows = 8;
 
 // Full slivers [0, slivers) of a row-major B (b0: the first one's column 0) into dst, kc x NR
 // each, kPackRows rows at a time. load(p): W elements at p as a V::reg (V::loadu, or a widening
