@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import fastgemm
-from gemm_check import DTYPES, GEMM, Placed, assert_matches, random_matrix, reference
+from gemm_check import DTYPES, GEMM, Placed, assert_matches, on_threads, random_matrix, reference
 
 # (m, n, k): one-row, one-column, vectors longer than one partial-sum chunk, primes.
 VECTOR_SHAPES = [
@@ -140,3 +140,37 @@ def test_same_bits_for_any_thread_count(dtype, shape):
     finally:
         fastgemm.set_num_threads(before)
     assert all(np.array_equal(results[0], r) for r in results[1:])
+
+
+# Small products whose B rows are a multiple of 4 KiB apart (every row on the same L1 set): with
+# more than two 4-row groups of C, the small kernels take B a chunk of columns at a time, copied
+# with padded rows. Widths around the chunk (a quarter of L1 over k rows) and a B that is a view
+# into a wider row-major buffer (its last chunk narrower).
+CROWDED_SHAPES = [(16, 4096, 16), (12, 1024, 32), (9, 512, 64), (33, 1000, 17), (16, 64, 8)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", CROWDED_SHAPES)
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_small_products_with_crowding_b_rows(kernel, dtype, shape, beta):
+    m, n, k = shape
+    rng = np.random.default_rng(m * n * k)
+    a = random_matrix(rng, (m, k), dtype)
+    wide = np.zeros((k, 1024 if n <= 1024 else 4096), dtype)
+    b = wide[:, :n]
+    b[...] = random_matrix(rng, (k, n), dtype)
+    c0 = random_matrix(rng, (m, n), dtype)
+
+    def product(bb):
+        c = c0.copy()
+        GEMM[np.dtype(dtype)](a, bb, c, beta=beta)
+        return c
+
+    got = on_threads(lambda: product(b))
+    ref, bound = reference(a, b, c0, 1.0, beta)
+    assert_matches(got[0], ref, bound, f"{shape}")
+    assert np.array_equal(got[0], got[1]), "1 and 2 threads differ"
+    # B with rows a line further apart is read in place: the same bits.
+    padded = np.zeros((k, wide.shape[1] + 16), dtype)[:, :n]
+    padded[...] = b
+    assert np.array_equal(got[0], product(padded))

@@ -116,7 +116,7 @@ bool small_b_ready(SmallProduct<T>& sp) {
     if (sp.c.rows > 8 && double(n) * double(k) * double(sizeof(T)) > double(caches().l2.size) / 4) return sp.b.cs == 1;
     constexpr int64_t line = 64 / int64_t(sizeof(T));
     const int64_t lines = (n + line - 1) / line;
-    const int64_t ld = b_rows_crowd(sp.c.rows, n * int64_t(sizeof(T)), k) ? (lines | 1) * line : n;
+    const int64_t ld = rows_crowd_l1(n * int64_t(sizeof(T)), k) ? (lines | 1) * line : n;
     T* copy = static_cast<T*>(thread_scratch(size_t(k * ld) * sizeof(T)));
     for (int64_t p = 0; p < k; ++p) {  // B's lines stay in L1 while p steps through them
         if (sp.b.cs == 1) std::memcpy(copy + p * ld, sp.b.data + p * sp.b.rs, size_t(n) * sizeof(T));
@@ -125,6 +125,38 @@ bool small_b_ready(SmallProduct<T>& sp) {
     }
     sp.b = {copy, k, n, ld, 1};
     return true;
+}
+
+// A small product whose B, read in place, crowds L1 (b_rows_crowd would not copy it: too few
+// rows of C, or B past a quarter of L2), for more than two 4-row groups: the small kernels take
+// B a chunk of columns at a time, copied with its rows an odd number of lines apart into the
+// thread's chunk (a quarter of L1), so each line of B is read once and its rereads hit L1 (16 x
+// 4096 x 16 float32 0.78x -> ~1.0x NumPy; see docs/DESIGN.md, "Small products"). Threads take
+// whole chunks; each element is computed as in place.
+template <typename T>
+bool small_b_chunks(const SmallProduct<T>& sp) {
+    return sp.c.rows > 8 && rows_crowd_l1(sp.b.rs * int64_t(sizeof(T)), sp.b.rows);
+}
+
+template <typename T>
+void run_small_chunks(const KernelTable<T>& uk, int threads, T alpha, const SmallProduct<T>& sp, T beta) {
+    const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.b.rows;
+    constexpr int64_t line = 64 / int64_t(sizeof(T));
+    const int64_t width = std::max(line, int64_t(caches().l1d.size) / 4 / (k * int64_t(sizeof(T))) / line * line);
+    const int64_t ld = (width / line | 1) * line;
+    char* chunks = static_cast<char*>(thread_gemv_chunks(threads, kFewRowsChunkBytes));
+    parallel_ranges(
+        threads, n, width,
+        [&](int tid, int64_t lo, int64_t hi) {
+            T* buf = reinterpret_cast<T*>(chunks + tid * kFewRowsChunkBytes);
+            for (int64_t j0 = lo; j0 < hi; j0 += width) {
+                const int64_t w = std::min(width, hi - j0);
+                for (int64_t p = 0; p < k; ++p)
+                    std::memcpy(buf + p * ld, sp.b.data + p * sp.b.rs + j0, size_t(w) * sizeof(T));
+                uk.small(m, w, k, alpha, sp.a.data, sp.a.rs, sp.a.cs, buf, ld, beta, sp.c.data + j0, sp.c.rs);
+            }
+        },
+        kSmallPiecesPerThread);
 }
 
 // m, n, k >= 1, alpha != 0.
@@ -139,7 +171,9 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     SmallProduct<T> sp = orient(a, b, c);
     if (small_shaped(ks, sp) && small_b_ready(sp)) {
         if (!ep.active()) {
-            run_small(main, threads_for(m, n, k, kSmallMinWorkPerThread), alpha, sp, beta);
+            const int threads = threads_for(m, n, k, kSmallMinWorkPerThread);
+            if (small_b_chunks(sp)) run_small_chunks(main, threads, alpha, sp, beta);
+            else run_small(main, threads, alpha, sp, beta);
             return;
         }
         // With an epilogue, blocks of rows small enough to stay in L1 between the two passes;
