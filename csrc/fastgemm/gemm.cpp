@@ -118,11 +118,13 @@ bool small_b_ready(SmallProduct<T>& sp) {
     const int64_t lines = (n + line - 1) / line;
     const int64_t ld = rows_crowd_l1(n * int64_t(sizeof(T)), k) ? (lines | 1) * line : n;
     T* copy = static_cast<T*>(thread_scratch(size_t(k * ld) * sizeof(T)));
-    for (int64_t p = 0; p < k; ++p) {  // B's lines stay in L1 while p steps through them
-        if (sp.b.cs == 1) std::memcpy(copy + p * ld, sp.b.data + p * sp.b.rs, size_t(n) * sizeof(T));
-        else
-            for (int64_t j = 0; j < n; ++j) copy[p * ld + j] = sp.b.data[p * sp.b.rs + j * sp.b.cs];
-    }
+    if (sp.b.cs == 1)
+        for (int64_t p = 0; p < k; ++p) std::memcpy(copy + p * ld, sp.b.data + p * sp.b.rs, size_t(n) * sizeof(T));
+    else  // 64 columns at a time: their lines stay in L1 while p steps through them
+        for (int64_t j0 = 0; j0 < n; j0 += 64)
+            for (int64_t p = 0; p < k; ++p)
+                for (int64_t j = j0; j < std::min(n, j0 + 64); ++j)
+                    copy[p * ld + j] = sp.b.data[p * sp.b.rs + j * sp.b.cs];
     sp.b = {copy, k, n, ld, 1};
     return true;
 }
