@@ -132,9 +132,9 @@ bool small_b_ready(SmallProduct<T>& sp) {
 // A small product whose B, read in place, crowds L1 (b_rows_crowd would not copy it: too few
 // rows of C, or B past a quarter of L2), for more than two 4-row groups: the small kernels take
 // B a chunk of columns at a time, copied with its rows an odd number of lines apart into the
-// thread's chunk (a quarter of L1), so each line of B is read once and its rereads hit L1 (16 x
-// 4096 x 16 float32 0.78x -> ~1.0x NumPy; see docs/DESIGN.md, "Small products"). Threads take
-// whole chunks; each element is computed as in place.
+// thread's chunk (a quarter of L1), so each line of B is read once and its rereads hit L1; see
+// docs/DESIGN.md, "Small products". Threads take whole chunks; each element is computed as in
+// place.
 template <typename T>
 bool small_b_chunks(const SmallProduct<T>& sp) {
     return sp.c.rows > 8 && rows_crowd_l1(sp.b.rs * int64_t(sizeof(T)), sp.b.rows);
