@@ -54,8 +54,9 @@ constexpr int kPackRows = 8;
 // Full MR-row slivers [0, slivers) of an A stored by columns (a: the first sliver's element (0,
 // 0), each column contiguous along the rows) into ap, kc x MR each: kPackRows columns at a time
 // across all the slivers, each sliver's piece of a column copied whole.
-template <typename T, int MR>
-void pack_a_columns(int64_t kc, int64_t slivers, const T* a, int64_t csa, T* ap) {
+template <typename V, int MR>
+void pack_a_columns(int64_t kc, int64_t slivers, const typename V::T* a, int64_t csa, typename V::T* ap) {
+    using T = typename V::T;
     auto columns = [&](auto count, int64_t p) {
         constexpr int R = decltype(count)::value;
         for (int64_t s = 0; s < slivers; ++s) {
@@ -75,7 +76,7 @@ void pack_a(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, int64_t
     using T = typename V::T;
     int64_t i0 = 0;
     if (rsa == 1 && csa != 1 && mc >= MR) {
-        pack_a_columns<T, MR>(kc, mc / MR, a, csa, ap);
+        pack_a_columns<V, MR>(kc, mc / MR, a, csa, ap);
         i0 = mc / MR * MR, ap += mc / MR * MR * kc;
     }
     for (; i0 < mc; i0 += MR, ap += MR * kc) {
