@@ -51,13 +51,22 @@ int64_t pack_a_rows(int64_t kc, const typename V::T* a0, int64_t rsa, typename V
 // hardware prefetcher; see docs/DESIGN.md, "Packing B by rows".
 constexpr int kPackRows = 8;
 
+// f(count, p) for p = 0, kPackRows, ... over [0, kc): count a std::integral_constant of
+// kPackRows, then of 1 for each of the last kc % kPackRows lines.
+template <typename F>
+void in_pack_groups(int64_t kc, F f) {
+    int64_t p = 0;
+    for (; p + kPackRows <= kc; p += kPackRows) f(std::integral_constant<int, kPackRows>{}, p);
+    for (; p < kc; ++p) f(std::integral_constant<int, 1>{}, p);
+}
+
 // Full MR-row slivers [0, slivers) of an A stored by columns (a: the first sliver's element (0,
 // 0), each column contiguous along the rows) into ap, kc x MR each: kPackRows columns at a time
 // across all the slivers, each sliver's piece of a column copied whole.
 template <typename V, int MR>
 void pack_a_columns(int64_t kc, int64_t slivers, const typename V::T* a, int64_t csa, typename V::T* ap) {
     using T = typename V::T;
-    auto columns = [&](auto count, int64_t p) {
+    in_pack_groups(kc, [&](auto count, int64_t p) {
         constexpr int R = decltype(count)::value;
         for (int64_t s = 0; s < slivers; ++s) {
             const T* as = a + s * MR + p * csa;
@@ -65,10 +74,7 @@ void pack_a_columns(int64_t kc, int64_t slivers, const typename V::T* a, int64_t
 #pragma GCC unroll 8
             for (int q = 0; q < R; ++q) __builtin_memcpy(d + q * MR, as + q * csa, MR * sizeof(T));
         }
-    };
-    int64_t p = 0;
-    for (; p + kPackRows <= kc; p += kPackRows) columns(std::integral_constant<int, kPackRows>{}, p);
-    for (; p < kc; ++p) columns(std::integral_constant<int, 1>{}, p);
+    });
 }
 
 template <typename V, int MR>
@@ -124,7 +130,7 @@ template <typename V, int NR, typename S, typename Load>
 void pack_b_rows(int64_t kc, int64_t slivers, const S* b0, int64_t rsb, typename V::T* dst, Load load) {
     constexpr int W = V::W;
     static_assert(NR % W == 0, "a sliver is whole vectors");
-    auto rows = [&](auto count, int64_t p) {
+    in_pack_groups(kc, [&](auto count, int64_t p) {
         constexpr int R = decltype(count)::value;
         for (int64_t s = 0; s < slivers; ++s) {
             const S* br = b0 + p * rsb + s * NR;
@@ -134,10 +140,7 @@ void pack_b_rows(int64_t kc, int64_t slivers, const S* b0, int64_t rsb, typename
 #pragma GCC unroll 8
                 for (int j = 0; j < NR; j += W) V::storeu(d + q * NR + j, load(br + q * rsb + j));
         }
-    };
-    int64_t p = 0;
-    for (; p + kPackRows <= kc; p += kPackRows) rows(std::integral_constant<int, kPackRows>{}, p);
-    for (; p < kc; ++p) rows(std::integral_constant<int, 1>{}, p);
+    });
 }
 
 // Reading elements stored as V::T: pack_b's conversion traits (the 2-byte packers' are the
