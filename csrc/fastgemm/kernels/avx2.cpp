@@ -14,10 +14,42 @@
 namespace fastgemm {
 namespace {
 
+// The live lanes of a partial vector at C's right edge, always the first n: the vmaskmov mask
+// for loads, and n for stores, which go out in 4-, 2- and 1-lane pieces. A vmaskmov store is
+// microcoded on AMD cores; see docs/DESIGN.md, "Masked stores".
+struct Lanes {
+    __m256i bits;
+    int n;
+};
+template <int W>
+Lanes first_lanes(int n) {
+    n = n < 0 ? 0 : n > W ? W : n;
+    if constexpr (W == 8)
+        return {_mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)), n};
+    else return {_mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3)), n};
+}
+// The first n 32-bit lanes of r at p (n in 0..8).
+inline void store_first(void* p, int n, __m256i r) {
+    auto* q = static_cast<char*>(p);
+    if (n == 8) return _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), r);
+    __m128i x = _mm256_castsi256_si128(r);
+    if (n & 4) {
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q), x);
+        x = _mm256_extracti128_si256(r, 1);
+        q += 16;
+    }
+    if (n & 2) {
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(q), x);
+        x = _mm_srli_si128(x, 8);
+        q += 8;
+    }
+    if (n & 1) _mm_storeu_si32(q, x);
+}
+
 struct Avx2F32 {
     using T = float;
     using reg = __m256;
-    using mask = __m256i;
+    using mask = Lanes;
     static constexpr int W = 8;
     // The A sliver streams from L2 beside a B sliver that fills L1; see docs/DESIGN.md,
     // "A prefetch".
@@ -26,11 +58,9 @@ struct Avx2F32 {
     static reg set1(T x) { return _mm256_set1_ps(x); }
     static reg loadu(const T* p) { return _mm256_loadu_ps(p); }
     static void storeu(T* p, reg r) { _mm256_storeu_ps(p, r); }
-    static mask lanes(int n) {
-        return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    }
-    static reg maskz_loadu(mask m, const T* p) { return _mm256_maskload_ps(p, m); }
-    static void mask_storeu(T* p, mask m, reg r) { _mm256_maskstore_ps(p, m, r); }
+    static mask lanes(int n) { return first_lanes<W>(n); }
+    static reg maskz_loadu(mask m, const T* p) { return _mm256_maskload_ps(p, m.bits); }
+    static void mask_storeu(T* p, mask m, reg r) { store_first(p, m.n, _mm256_castps_si256(r)); }
     // 8 rows in registers become 8 columns (r[c] holds row i's element c in lane i): packing
     // row-major A is a transpose; see docs/DESIGN.md, "Packing transposes".
     static void transpose(reg r[8]) {
@@ -69,16 +99,16 @@ struct Avx2F32 {
 struct Avx2F64 {
     using T = double;
     using reg = __m256d;
-    using mask = __m256i;
+    using mask = Lanes;
     static constexpr int W = 4;
     static constexpr int kPrefetchA = 16;
     static reg zero() { return _mm256_setzero_pd(); }
     static reg set1(T x) { return _mm256_set1_pd(x); }
     static reg loadu(const T* p) { return _mm256_loadu_pd(p); }
     static void storeu(T* p, reg r) { _mm256_storeu_pd(p, r); }
-    static mask lanes(int n) { return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3)); }
-    static reg maskz_loadu(mask m, const T* p) { return _mm256_maskload_pd(p, m); }
-    static void mask_storeu(T* p, mask m, reg r) { _mm256_maskstore_pd(p, m, r); }
+    static mask lanes(int n) { return first_lanes<W>(n); }
+    static reg maskz_loadu(mask m, const T* p) { return _mm256_maskload_pd(p, m.bits); }
+    static void mask_storeu(T* p, mask m, reg r) { store_first(p, 2 * m.n, _mm256_castpd_si256(r)); }
     // As Avx2F32::transpose, for 4 rows of 4.
     static void transpose(reg r[4]) {
         const reg t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
@@ -165,8 +195,8 @@ struct Avx2I8 {
     static reg add(reg x, reg y) { return _mm256_add_epi32(x, y); }
     static reg loadu(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
     static void storeu(void* p, reg r) { _mm256_storeu_si256(static_cast<__m256i*>(p), r); }
-    static reg maskz_loadu(__m256i m, const void* p) { return _mm256_maskload_epi32(static_cast<const int*>(p), m); }
-    static void mask_storeu(void* p, __m256i m, reg r) { _mm256_maskstore_epi32(static_cast<int*>(p), m, r); }
+    static reg maskz_loadu(Lanes m, const void* p) { return _mm256_maskload_epi32(static_cast<const int*>(p), m.bits); }
+    static void mask_storeu(void* p, Lanes m, reg r) { store_first(p, m.n, r); }
     static __m256 to_float(reg r) { return _mm256_cvtepi32_ps(r); }
     static PA pa(uint8_t x) { return x; }
     static PA pa(int8_t x) { return x; }
