@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "blocking.hpp"
+#include "caches.hpp"
 #include "epilogue.hpp"
 #include "kernel.hpp"
 #include "packed.hpp"
@@ -111,6 +112,8 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
     // Largest A block any thread packs (each thread cuts its rows into blocks in `work`).
     const int64_t mc_max = std::min(bs.mc, m_slivers * MR);
 
+    // B slivers a row of tiles sweeps together: a quarter of L2, beside A's block.
+    const int64_t group_bytes = int64_t(caches().l2.size) / 4;
     const int64_t b_bytes = P::prepacked ? 0 : round_up(nc_max / NR * p.b_sliver(kc_max), 64);
     const int64_t a_bytes = round_up(ceil_div(mc_max, MR) * p.a_sliver(kc_max), 64);
     char* scratch = static_cast<char*>(thread_scratch(size_t(b_bytes + a_bytes * threads)));
@@ -182,17 +185,21 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
                         p.pack_a(ic + r, h, pc, kc, ap + t * a_sl);
                     }
                 };
-                // The tiles of rows [ic, ic + mc) and slivers [s0, s1) from A's block packed at ap.
+                // The tiles of rows [ic, ic + mc) and slivers [s0, s1) from A's block packed at ap:
+                // slivers in groups whose B stays in L2, each group a row of tiles at a time, so
+                // C is written along its rows (a tile's rows per sliver across the block made a
+                // k = 3 product write C at half the speed); see docs/DESIGN.md, "Tile order".
                 auto sweep = [&](int64_t ic, int64_t mc, int64_t s0, int64_t s1) {
-                    const int64_t tiles = ceil_div(mc, MR);
-                    for (int64_t s = s0; s < s1; ++s) {
-                        const int64_t jr = s * NR;
-                        const int nr = int(std::min<int64_t>(NR, nc - jr));
+                    const int64_t tiles = ceil_div(mc, MR), group = std::max<int64_t>(1, group_bytes / b_sl);
+                    for (int64_t g0 = s0; g0 < s1; g0 += group)
                         for (int64_t t = 0; t < tiles; ++t) {
                             const auto [r, h] = tile_rows(mc, tiles, t);
-                            p.tile(ap + t * a_sl, bp + s * b_sl, s < in_place, ic + r, jc + jr, h, nr, pc, kc);
+                            for (int64_t s = g0; s < std::min(s1, g0 + group); ++s) {
+                                const int64_t jr = s * NR;
+                                const int nr = int(std::min<int64_t>(NR, nc - jr));
+                                p.tile(ap + t * a_sl, bp + s * b_sl, s < in_place, ic + r, jc + jr, h, nr, pc, kc);
+                            }
                         }
-                    }
                 };
                 if (pieces) {
                     const int64_t parts = std::clamp(ceil_div(kItemsPerThread * team, blocks), int64_t(1),
