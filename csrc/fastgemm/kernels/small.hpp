@@ -66,13 +66,16 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
     }
 }
 
-// One panel of C, NV vectors (n <= NV * W columns) wide, all m rows: groups of 4 rows, then
-// the 1-3 left over.
+// One panel of C, NV vectors (n <= NV * W columns) wide, all m rows: groups of 4 rows (8 when
+// one vector wide: 4 accumulators cannot cover the FMA's latency), then the 1-3 left over.
 template <typename V, int NV, int K, bool FULL>
 inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                         const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
                         const typename V::mask* mk) {
     int64_t i = 0;
+    if constexpr (NV == 1)
+        for (; i + 8 <= m; i += 8)
+            small_rows<V, 8, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
     for (; i + 4 <= m; i += 4)
         small_rows<V, 4, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
     switch (m - i) {
