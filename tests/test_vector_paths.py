@@ -25,7 +25,8 @@ VECTOR_SHAPES = [
 # Few rows with B wide enough to be read in place, around the skinny/main and in-place limits.
 # Products small enough to skip packing: row counts around the 4-row groups, widths around
 # 1..4 vectors (4, 8 and 16 lanes), sizes at the work limit, and B rows 512 or 1024 bytes apart
-# (copied with padded rows: they would crowd a few L1 sets).
+# (copied with padded rows: they would crowd a few L1 sets); narrow C past the work limit (rows
+# of up to 80 bytes take the small kernels at any size on AVX2), and just wider.
 SMALL_SHAPES = [
     (1, 2, 1),
     (2, 3, 5),
@@ -45,6 +46,10 @@ SMALL_SHAPES = [
     (16, 16, 4096),
     (64, 128, 128),
     (67, 256, 40),
+    (2000, 3, 700),
+    (700, 10, 1000),
+    (1500, 20, 300),
+    (301, 21, 1000),
 ]
 FEW_ROW_SHAPES = [
     (2, 700, 33),
@@ -126,7 +131,7 @@ def test_few_rows_streamed(kernel, dtype, shape, trans_a, b_offset, beta):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(1, 20000, 300), (20000, 1, 300), (3, 20000, 300), (7, 4096, 64), (301, 200, 400)])
+@pytest.mark.parametrize("shape", [(1, 20000, 300), (20000, 1, 300), (3, 20000, 300), (7, 4096, 64), (301, 200, 400), (3001, 20, 300)])
 def test_same_bits_for_any_thread_count(dtype, shape):
     m, n, k = shape
     rng = np.random.default_rng(7)

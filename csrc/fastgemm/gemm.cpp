@@ -225,7 +225,9 @@ void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const Ep
 bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t elem_bytes) {
     // In double: m * n * k of a huge product overflows int64. Work counts in float32 multiply-adds:
     // an 8-byte product twice (its vectors hold half the elements; docs/DESIGN.md, "Small products").
-    return double(m) * double(n) * double(k) * double(elem_bytes) <= 4.0 * double(ks.tuning.small_max_work) &&
+    const bool narrow = n * elem_bytes <= ks.tuning.small_narrow_bytes;
+    return (narrow ||
+            double(m) * double(n) * double(k) * double(elem_bytes) <= 4.0 * double(ks.tuning.small_max_work)) &&
            double(n) * double(k) * double(elem_bytes) <= double(caches().l2.size);
 }
 

@@ -105,6 +105,7 @@ struct Tuning {
     int64_t head_min_slivers;     // a misaligned B gets a packed head only from this many slivers
     int64_t few_rows_max_m;       // from 2 up to this many rows (<= kFewRowsMaxM) few_rows streams B (0: never)
     int64_t int8_few_rows_max_m;  // the same for int8 products, in groups of at most kFewRowsMaxM rows
+    int64_t small_narrow_bytes;   // C's rows up to this many bytes take the small kernel whatever the work (B in L2)
 };
 
 // Low-precision inputs (S = bfloat16_t or float16_t) on the float32 kernels: packers that
