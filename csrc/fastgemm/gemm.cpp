@@ -107,7 +107,7 @@ bool b_rows_crowd(int64_t c_rows, int64_t rs_bytes, int64_t k) { return c_rows >
 // copy lost at 8-16 rows: 0.77-0.89x in place). False, nothing copied, when the blocked path is
 // the better one.
 template <typename T>
-bool small_b_ready(SmallProduct<T>& sp) {
+bool small_b_ready(const KernelTable<T>& uk, SmallProduct<T>& sp) {
     const int64_t k = sp.b.rows, n = sp.b.cols;
     if (sp.b.cs == 1 && !b_rows_crowd(sp.c.rows, sp.b.rs * int64_t(sizeof(T)), k)) return true;
     // A B past a quarter of L2 is read by the small kernels from L2 once per four rows: unless
@@ -120,10 +120,11 @@ bool small_b_ready(SmallProduct<T>& sp) {
     T* copy = static_cast<T*>(thread_scratch(size_t(k * ld) * sizeof(T)));
     if (sp.b.cs == 1)
         for (int64_t p = 0; p < k; ++p) std::memcpy(copy + p * ld, sp.b.data + p * sp.b.rs, size_t(n) * sizeof(T));
-    else  // 64 columns at a time: their lines stay in L1 while p steps through them
-        for (int64_t j0 = 0; j0 < n; j0 += 64)
+    else if (sp.b.rs == 1) uk.copy_b_columns(k, n, sp.b.data, sp.b.cs, copy, ld);
+    else  // any strides: 8 columns at a time, few of B's lines live (see copy_b_columns)
+        for (int64_t j0 = 0; j0 < n; j0 += 8)
             for (int64_t p = 0; p < k; ++p)
-                for (int64_t j = j0; j < std::min(n, j0 + 64); ++j)
+                for (int64_t j = j0; j < std::min(n, j0 + 8); ++j)
                     copy[p * ld + j] = sp.b.data[p * sp.b.rs + j * sp.b.cs];
     sp.b = {copy, k, n, ld, 1};
     return true;
@@ -174,7 +175,7 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     auto finish = [&](int64_t lo, int64_t hi, T* y, int64_t incy) { gemv_epilogue(main, m, ep, lo, hi, y, incy); };
     if ((m == 1 || n == 1) && try_gemv(main, alpha, a, b, beta, c, finish)) return;
     SmallProduct<T> sp = orient(a, b, c);
-    if (small_shaped(ks, sp) && small_b_ready(sp)) {
+    if (small_shaped(ks, sp) && small_b_ready(main, sp)) {
         if (!ep.active()) {
             const int threads = threads_for(m, n, k, kSmallMinWorkPerThread);
             if (small_b_chunks(sp)) run_small_chunks(main, threads, alpha, sp, beta);

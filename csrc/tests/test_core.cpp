@@ -390,6 +390,30 @@ void gemv_tail(const fastgemm::KernelSet& ks) {
     std::free(chunk);
 }
 
+// copy_b_columns: every element of a B stored by columns lands at its row-major place, and
+// nothing between the rows (ld > n) or past the last one is written; k and n around the
+// vector width and its square (the register transposes' blocks and both tails).
+template <typename T>
+void copy_columns(const fastgemm::KernelSet& ks) {
+    const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
+    const int64_t w = uk.lanes;
+    for (int64_t k : {int64_t(1), w - 1, w, w + 1, 3 * w + 2})
+        for (int64_t n : {int64_t(1), w - 1, w, 2 * w + 3}) {
+            if (k < 1 || n < 1) continue;
+            const int64_t csb = k + 3, ld = n + 5;
+            std::vector<T> b(size_t(n * csb)), dst(size_t(k * ld + 7), T(-1));
+            for (int64_t e = 0; e < n * csb; ++e) b[size_t(e)] = T(e);
+            uk.copy_b_columns(k, n, b.data(), csb, dst.data(), ld);
+            bool ok = true;
+            for (int64_t e = 0; e < k * ld + 7; ++e) {
+                const int64_t p = e / ld, j = e % ld;
+                ok = ok && dst[size_t(e)] == (p < k && j < n ? b[size_t(j * csb + p)] : T(-1));
+            }
+            report(ok, std::string(ks.name) + " " + type_name<T>() + " copy_b_columns k=" + std::to_string(k) +
+                           " n=" + std::to_string(n));
+        }
+}
+
 // An Inf in A or B: the zero padding of tiles and masked lanes must not leave FE_INVALID set
 // when the true product has no invalid operation; an inf - inf in it must still raise it.
 template <typename T>
@@ -1117,6 +1141,8 @@ void all_cases(const fastgemm::KernelSet& ks) {
     packed_b<double>(ks);
     gemv_tail<float>(ks);
     gemv_tail<double>(ks);
+    copy_columns<float>(ks);
+    copy_columns<double>(ks);
     few_rows_check<float, float>(ks, ks.f32, "float32", ks.f32.lanes);
     few_rows_check<double, double>(ks, ks.f64, "float64", ks.f64.lanes);
     few_rows_check<fastgemm::bfloat16_t, float>(ks, ks.lowp.bf16, "bfloat16", ks.f32.lanes);
