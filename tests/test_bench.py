@@ -42,6 +42,8 @@ def test_full_suite_covers_the_issue():
     for m, n, k in llm:
         assert (m, n, k, 0, "float32") in shapes
     assert (64, 64, 64, 1000, "float32") in shapes and (8, 8, 8, 10000, "float64") in shapes
+    rect = {(c.m, c.n, c.k, c.layout, c.dtype) for c in cases if c.group == "rect"}
+    assert rect == {(m, n, k, lay, dt) for m, n, k, lay in suite.RECT for dt in suite.DTYPES}
     assert {c.layout for c in cases} == set(suite.LAYOUTS) | {suite.PACKED_LAYOUT}
     kn = {(c.m, c.layout) for c in cases if (c.n, c.k, c.dtype) == (4096, 4096, "float32")}
     assert kn >= {(m, lay) for m in (1, 4, 16, 64, 256) for lay in ("contiguous", suite.PACKED_LAYOUT)}

@@ -96,6 +96,16 @@ SQUARES = (64, 128, 256, 512, 1024, 2048, 4096)
 # One small product per call, where Python's per-call cost and NumPy's own loop decide.
 SMALL = (4, 8, 16, 32, 48, 96)
 ODD = ((127, 129, 131), (1000, 1000, 1000))
+# Neither square nor a model layer (m, n, k, layout): points through a 3 x 3 transform, an
+# outer-product-like k = 3, a 10-class linear model, a small layer x @ W.T (W stored out x in),
+# and a narrow product whose A is a transposed view.
+RECT = (
+    (3000, 3, 3, "contiguous"),
+    (3000, 3000, 3, "contiguous"),
+    (2000, 10, 1000, "contiguous"),
+    (8, 256, 256, "B.T"),
+    (130, 20, 1000, "A.T"),
+)
 LLM = (
     ("llm", 2048, 11008, 4096),  # prefill: 2048 tokens through an MLP up-projection
     ("llm", 1, 4096, 4096),  # decode, batch 1
@@ -148,6 +158,7 @@ def full_suite(dtype_choice=None):
         cases += [Case("small", s, s, s, dt) for s in SMALL]
         cases += [Case("square", s, s, s, dt) for s in SQUARES]
         cases += [Case("odd", m, n, k, dt) for m, n, k in ODD]
+        cases += [Case("rect", m, n, k, dt, layout=lay) for m, n, k, lay in RECT]
     for dt in single:
         cases += [Case(g, m, n, k, dt) for g, m, n, k in LLM]
         cases += linear_suite(dt)
