@@ -120,8 +120,8 @@ bool small_b_ready(const KernelTable<T>& uk, SmallProduct<T>& sp) {
     T* copy = static_cast<T*>(thread_scratch(size_t(k * ld) * sizeof(T)));
     if (sp.b.cs == 1)
         for (int64_t p = 0; p < k; ++p) std::memcpy(copy + p * ld, sp.b.data + p * sp.b.rs, size_t(n) * sizeof(T));
-    else if (sp.b.rs == 1) uk.copy_b_columns(k, n, sp.b.data, sp.b.cs, copy, ld);
-    else  // any strides: 8 columns at a time, few of B's lines live (see copy_b_columns)
+    else if (sp.b.rs == 1) uk.copy_columns(k, n, sp.b.data, sp.b.cs, copy, ld);
+    else  // any strides: 8 columns at a time, few of B's lines live (see copy_columns)
         for (int64_t j0 = 0; j0 < n; j0 += 8)
             for (int64_t p = 0; p < k; ++p)
                 for (int64_t j = j0; j < std::min(n, j0 + 8); ++j)

@@ -59,9 +59,9 @@ struct KernelTable {
     // Copy a kc x nc block of B into ceil(nc/NR) slivers of kc x NR (row contiguous),
     // zero-padding the last one. Slivers [s0, s1) only, so threads can share the work.
     void (*pack_b)(int64_t kc, int64_t nc, const T* b, int64_t rsb, int64_t csb, T* bp, int64_t s0, int64_t s1);
-    // dst[p * ld + j] = b[j * csb + p] for p < k, j < n: a k x n B stored by columns (each
-    // column contiguous along k) copied row-major, rows ld apart.
-    void (*copy_b_columns)(int64_t k, int64_t n, const T* b, int64_t csb, T* dst, int64_t ld);
+    // dst[i * ld + j] = src[j * cs + i] for i < rows, j < cols: a matrix stored by columns (each
+    // contiguous) copied row-major, rows ld apart (an operand of the small kernels).
+    void (*copy_columns)(int64_t rows, int64_t cols, const T* src, int64_t cs, T* dst, int64_t ld);
     // Matrix-vector products, the shape of a product with one row or one column.
     // y[j] = alpha * sum_p x[p*incx] * M[p*ldm + j] + beta * y[j], j < n, y contiguous:
     // M's rows are contiguous and streamed one after another. `chunk`: kGemvChunkBytes of

@@ -390,7 +390,7 @@ void gemv_tail(const fastgemm::KernelSet& ks) {
     std::free(chunk);
 }
 
-// copy_b_columns: every element of a B stored by columns lands at its row-major place, and
+// copy_columns: every element of a B stored by columns lands at its row-major place, and
 // nothing between the rows (ld > n) or past the last one is written; k and n around the
 // vector width and its square (the register transposes' blocks and both tails).
 template <typename T>
@@ -403,13 +403,13 @@ void copy_columns(const fastgemm::KernelSet& ks) {
             const int64_t csb = k + 3, ld = n + 5;
             std::vector<T> b(size_t(n * csb)), dst(size_t(k * ld + 7), T(-1));
             for (int64_t e = 0; e < n * csb; ++e) b[size_t(e)] = T(e);
-            uk.copy_b_columns(k, n, b.data(), csb, dst.data(), ld);
+            uk.copy_columns(k, n, b.data(), csb, dst.data(), ld);
             bool ok = true;
             for (int64_t e = 0; e < k * ld + 7; ++e) {
                 const int64_t p = e / ld, j = e % ld;
                 ok = ok && dst[size_t(e)] == (p < k && j < n ? b[size_t(j * csb + p)] : T(-1));
             }
-            report(ok, std::string(ks.name) + " " + type_name<T>() + " copy_b_columns k=" + std::to_string(k) +
+            report(ok, std::string(ks.name) + " " + type_name<T>() + " copy_columns k=" + std::to_string(k) +
                            " n=" + std::to_string(n));
         }
 }

@@ -191,31 +191,31 @@ void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t
     pack_b_as<V, NR, SameType<V>>(kc, nc, b, rsb, csb, bp, s0, s1);
 }
 
-// A k x n B stored by columns (csb apart, each contiguous along k) copied row-major into dst
+// A rows x cols matrix stored by columns (cs apart, each contiguous) copied row-major into dst
 // (rows ld apart): W x W blocks through register transposes where V has them, else W columns
-// at a time, so only W of B's lines are live whatever csb (64 columns at a time, 1 KiB apart,
-// fell into 4 of L1's sets and missed on every element); the last n % W columns one by one.
+// at a time, so only W of its lines are live whatever cs (64 columns at a time, 1 KiB apart,
+// fell into 4 of L1's sets and missed on every element); the last cols % W columns one by one.
 template <typename V>
-void copy_b_columns(int64_t k, int64_t n, const typename V::T* b, int64_t csb, typename V::T* dst, int64_t ld) {
+void copy_columns(int64_t rows, int64_t cols, const typename V::T* src, int64_t cs, typename V::T* dst, int64_t ld) {
     constexpr int W = V::W;
     int64_t j = 0;
-    for (; j + W <= n; j += W) {
-        int64_t p = 0;
+    for (; j + W <= cols; j += W) {
+        int64_t i = 0;
         if constexpr (has_transpose<V>)
-            for (; p + W <= k; p += W) {
+            for (; i + W <= rows; i += W) {
                 typename V::reg r[W];
 #pragma GCC unroll 16
-                for (int i = 0; i < W; ++i) r[i] = V::loadu(b + (j + i) * csb + p);
+                for (int q = 0; q < W; ++q) r[q] = V::loadu(src + (j + q) * cs + i);
                 V::transpose(r);
 #pragma GCC unroll 16
-                for (int c = 0; c < W; ++c) V::storeu(dst + (p + c) * ld + j, r[c]);
+                for (int q = 0; q < W; ++q) V::storeu(dst + (i + q) * ld + j, r[q]);
             }
-        for (; p < k; ++p)
+        for (; i < rows; ++i)
 #pragma GCC unroll 16
-            for (int i = 0; i < W; ++i) dst[p * ld + j + i] = b[(j + i) * csb + p];
+            for (int q = 0; q < W; ++q) dst[i * ld + j + q] = src[(j + q) * cs + i];
     }
-    for (; j < n; ++j)
-        for (int64_t p = 0; p < k; ++p) dst[p * ld + j] = b[j * csb + p];
+    for (; j < cols; ++j)
+        for (int64_t i = 0; i < rows; ++i) dst[i * ld + j] = src[j * cs + i];
 }
 
 // Packers for 2-byte inputs (bfloat16, float16) into float32 slivers: the same slivers as

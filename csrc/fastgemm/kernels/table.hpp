@@ -66,7 +66,7 @@ constexpr KernelTable<typename V::T> kernel_table(std::integer_sequence<int, M..
             {TileRow<typename V::T>{}, tile_row<V, M + 1>(std::make_integer_sequence<int, NV>{})...},
             &pack_a<V, MR>,
             &pack_b<V, NV * V::W>,
-            &copy_b_columns<V>,
+            &copy_columns<V>,
             &gemv_rows<V>,
             &gemv_dots<V>,
             &few_rows<V>,
