@@ -134,8 +134,8 @@ struct Avx2F64 {
     }
 };
 
-// Small products in panels of 2 vectors: 4 x 2 accumulators plus 2 B vectors leave room in
-// the 16 ymm registers (4 x 4 spilled); see docs/DESIGN.md, "Small products".
+// Small products in panels of 2 vectors: 6 x 2 accumulators plus 2 B vectors and a broadcast
+// fit the 16 ymm registers (4 x 4 spilled); see docs/DESIGN.md, "Small products".
 constexpr int kSmallPanel = 2;
 
 // bfloat16 -> float32 is a 16-bit shift; float16 -> float32 is F16C's vcvtph2ps (exact, subnormals

@@ -66,8 +66,10 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
     }
 }
 
-// One panel of C, NV vectors (n <= NV * W columns) wide, all m rows: groups of 4 rows (8 when
-// one vector wide: 4 accumulators cannot cover the FMA's latency), then the 1-3 left over.
+// One panel of C, NV vectors (n <= NV * W columns) wide, all m rows: groups of 8 rows when one
+// vector wide, 6 when two (4 rows held 4 or 8 accumulators, too few chains for the FMA's
+// latency on two pipes; a last 7 or 8 rows go as 4 + 3 or 4 + 4, not with a 1- or 2-row group),
+// else 4; then the 1-3 left over.
 template <typename V, int NV, int K, bool FULL>
 inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                         const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
@@ -76,6 +78,9 @@ inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typenam
     if constexpr (NV == 1)
         for (; i + 8 <= m; i += 8)
             small_rows<V, 8, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
+    if constexpr (NV == 2)
+        for (; m - i >= 10 || m - i == 6 || m - i == 9; i += 6)
+            small_rows<V, 6, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
     for (; i + 4 <= m; i += 4)
         small_rows<V, 4, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
     switch (m - i) {
@@ -89,8 +94,9 @@ inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typenam
     }
 }
 
-// Any m x n x k: panels of PV vectors (PV is per ISA: 4 rows x PV vectors of accumulators,
-// plus the PV B vectors, must fit the register file), the last one as narrow as it can be.
+// Any m x n x k: panels of PV vectors (PV is per ISA: a row group of small_panel x PV vectors
+// of accumulators, plus the PV B vectors, must fit the register file), the last one as narrow
+// as it can be.
 template <typename V, int PV>
 void small(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
            const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
