@@ -179,3 +179,35 @@ def test_small_products_with_crowding_b_rows(kernel, dtype, shape, beta):
     padded = np.zeros((k, wide.shape[1] + 16), dtype)[:, :n]
     padded[...] = b
     assert np.array_equal(got[0], product(padded))
+
+
+# A stored by columns against few slivers of B: the tiles read A's columns in place on AVX2 (up
+# to 4 slivers of 16 float32 or 8 float64 columns), packed past that. Columns 5 elements longer
+# than A's rows (a view of a larger array), B by rows and by columns, 1 and 2 threads.
+A_COLUMN_SHAPES = [(130, 20, 1000), (301, 3, 517), (64, 64, 300), (97, 65, 300), (1000, 33, 64)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", A_COLUMN_SHAPES)
+@pytest.mark.parametrize("trans_b", [False, True])
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_a_by_columns_read_in_place(kernel, dtype, shape, trans_b, beta):
+    m, n, k = shape
+    rng = np.random.default_rng(m * n + k)
+    a = np.zeros((k, m + 5), dtype)[:, :m]
+    a[...] = random_matrix(rng, (k, m), dtype)
+    b = random_matrix(rng, (n, k) if trans_b else (k, n), dtype)
+    c0 = random_matrix(rng, (m, n), dtype)
+
+    def product():
+        placed = Placed(c0)
+        if beta == 0:
+            placed.arr[...] = np.nan  # must not survive
+        GEMM[np.dtype(dtype)](a, b, placed.arr, alpha=1.5, beta=beta, trans_a=True, trans_b=trans_b)
+        assert placed.untouched_outside()
+        return placed.arr.copy()
+
+    got = on_threads(product)
+    ref, bound = reference(a, b, c0, 1.5, beta, True, trans_b)
+    assert_matches(got[0], ref, bound, f"{kernel} {shape} tb={trans_b} beta={beta}")
+    assert np.array_equal(got[0], got[1]), "1 and 2 threads differ"

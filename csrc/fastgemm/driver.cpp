@@ -21,10 +21,10 @@ constexpr int64_t k_per_slot(const KernelTable<T>&) {
 constexpr int64_t k_per_slot(const PairKernels&) { return 2; }
 
 template <typename T, typename Tab>
-void bounce_tile(const Tab& uk, int64_t kc, T alpha, const T* ap, const T* bp, int64_t ldb, T beta, T* c, int64_t rsc,
-                 int64_t csc, int m, int n, const Epilogue<T>* ep) {
+void bounce_tile(const Tab& uk, int64_t kc, T alpha, const T* ap, int64_t lda, const T* bp, int64_t ldb, T beta, T* c,
+                 int64_t rsc, int64_t csc, int m, int n, const Epilogue<T>* ep) {
     alignas(64) T tile[kMaxTile];
-    uk.tiles[m].by_nv[(n + uk.lanes - 1) / uk.lanes](kc, alpha, ap, uk.mr, bp, ldb, T(0), tile, uk.nr, n);
+    uk.tiles[m].by_nv[(n + uk.lanes - 1) / uk.lanes](kc, alpha, ap, lda, bp, ldb, T(0), tile, uk.nr, n);
     if (ep) {  // the last k block: finish the tile in the buffer, then write it once
         if (beta != T(0))
             for (int i = 0; i < m; ++i)
@@ -52,6 +52,7 @@ struct FloatProduct {
     const Tab& uk;
     Packers<S, T> pk;
     bool direct_b;
+    bool direct_a;  // S == T, A stored by columns: each tile reads its rows' piece of A's columns in place
     T alpha, beta;
     View<const S> a, b;
     View<T> c;
@@ -67,6 +68,7 @@ struct FloatProduct {
         pk.pack_b(kc, nc, b.data + pc * b.rs + jc * b.cs, b.rs, b.cs, reinterpret_cast<T*>(bp), s0, s1);
     }
     void pack_a(int64_t ic, int64_t mc, int64_t pc, int64_t kc, char* ap) const {
+        if (direct_a) return;
         pk.pack_a(mc, kc, a.data + ic * a.rs + pc * a.cs, a.rs, a.cs, reinterpret_cast<T*>(ap));
     }
     void tile(const char* ap, const char* bp, bool direct, int64_t i, int64_t j, int m, int n, int64_t pc,
@@ -78,49 +80,54 @@ struct FloatProduct {
             if (direct) bs = b.data + pc * b.rs + j;
         const int64_t ldb = direct ? b.rs : nr;
         const T* as = reinterpret_cast<const T*>(ap);
+        if constexpr (std::is_same_v<S, T>)
+            if (direct_a) as = a.data + i + pc * a.cs;
+        const int64_t lda = direct_a ? a.cs : mr;
         T* cij = c.data + i * c.rs + j * c.cs;
         const bool last = pc + kc == a.cols && ep.active();
         const Epilogue<T> tile_ep = last ? ep.from_column(j) : Epilogue<T>{};
         if (c.cs == 1) {
-            uk.tiles[m].by_nv[(n + uk.lanes - 1) / uk.lanes](ks, alpha, as, mr, bs, ldb, beta_pc, cij, c.rs, n);
+            uk.tiles[m].by_nv[(n + uk.lanes - 1) / uk.lanes](ks, alpha, as, lda, bs, ldb, beta_pc, cij, c.rs, n);
             if (last) uk.epilogue(m, n, cij, c.rs, tile_ep.bias, tile_ep.act);
         } else {
-            bounce_tile(uk, ks, alpha, as, bs, ldb, beta_pc, cij, c.rs, c.cs, m, n, last ? &tile_ep : nullptr);
+            bounce_tile(uk, ks, alpha, as, lda, bs, ldb, beta_pc, cij, c.rs, c.cs, m, n, last ? &tile_ep : nullptr);
         }
     }
 };
 
 template <typename S, typename T, typename Tab>
-void blocked(const Tab& uk, Packers<S, T> pk, const Blocking& bs, int threads, bool direct_b, T alpha, View<const S> a,
-             View<const S> b, T beta, View<T> c, const Epilogue<T>& ep) {
-    five_loops(FloatProduct<S, T, Tab>{uk, pk, direct_b, alpha, beta, a, b, c, ep}, bs, threads, c.rows, c.cols,
-               a.cols);
+void blocked(const Tab& uk, Packers<S, T> pk, const Blocking& bs, int threads, bool direct_b, bool direct_a, T alpha,
+             View<const S> a, View<const S> b, T beta, View<T> c, const Epilogue<T>& ep) {
+    five_loops(FloatProduct<S, T, Tab>{uk, pk, direct_b, direct_a, alpha, beta, a, b, c, ep}, bs, threads, c.rows,
+               c.cols, a.cols);
 }
 
 }  // namespace
 
 template <typename T>
-void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b, T alpha, View<const T> a,
-                 View<const T> b, T beta, View<T> c, const Epilogue<T>& ep) {
-    blocked<T, T>(uk, Packers<T, T>{uk.pack_a, uk.pack_b}, bs, threads, direct_b, alpha, a, b, beta, c, ep);
+void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b, bool direct_a, T alpha,
+                 View<const T> a, View<const T> b, T beta, View<T> c, const Epilogue<T>& ep) {
+    blocked<T, T>(uk, Packers<T, T>{uk.pack_a, uk.pack_b}, bs, threads, direct_b, direct_a && a.rs == 1, alpha, a, b,
+                  beta, c, ep);
 }
 
 void run_blocked_pairs(const PairKernels& pk, const Blocking& bs, int threads, float alpha, View<const bfloat16_t> a,
                        View<const bfloat16_t> b, float beta, View<float> c, const Epilogue<float>& ep) {
-    blocked<bfloat16_t, float>(pk, Packers<bfloat16_t, float>{pk.pack_a, pk.pack_b}, bs, threads, false, alpha, a, b,
-                               beta, c, ep);
+    blocked<bfloat16_t, float>(pk, Packers<bfloat16_t, float>{pk.pack_a, pk.pack_b}, bs, threads, false, false, alpha,
+                               a, b, beta, c, ep);
 }
 
 template <typename S, typename T>
 void run_blocked_packed(const KernelTable<T>& uk, Packers<S, T> pk, const Blocking& bs, int threads, T alpha,
                         View<const S> a, View<const S> b, T beta, View<T> c, const Epilogue<T>& ep) {
-    blocked<S, T>(uk, pk, bs, threads, false, alpha, a, b, beta, c, ep);
+    blocked<S, T>(uk, pk, bs, threads, false, false, alpha, a, b, beta, c, ep);
 }
 
-template void run_blocked<float>(const KernelTable<float>&, const Blocking&, int, bool, float, View<const float>,
+template void run_blocked<float>(const KernelTable<float>&, const Blocking&, int, bool, bool, float, View<const float>,
                                  View<const float>, float, View<float>, const Epilogue<float>&);
-template void run_blocked<double>(const KernelTable<double>&, const Blocking&, int, bool, double, View<const double>,
-                                  View<const double>, double, View<double>, const Epilogue<double>&);
+template void run_blocked<double>(const KernelTable<double>&, const Blocking&, int, bool, bool, double,
+                                  View<const double>, View<const double>, double, View<double>,
+                                  const Epilogue<double>&);
 
 template void run_blocked_packed<bfloat16_t, float>(const KernelTable<float>&, Packers<bfloat16_t, float>,
                                                     const Blocking&, int, float, View<const bfloat16_t>,
@@ -133,7 +140,8 @@ template <typename T>
 void run_blocked_prepacked(const KernelTable<T>& uk, const Blocking& bs, int threads, T alpha, View<const T> a,
                            const PackedB<T>& b, T beta, View<T> c, const Epilogue<T>& ep) {
     const View<const T> no_b{nullptr, b.rows(), b.cols(), 0, 0};  // B is only read from b's panels
-    const FloatProduct<T, T, KernelTable<T>> product{uk, {uk.pack_a, uk.pack_b}, false, alpha, beta, a, no_b, c, ep};
+    const FloatProduct<T, T, KernelTable<T>> product{uk, {uk.pack_a, uk.pack_b}, false, false, alpha, beta, a, no_b, c,
+                                                     ep};
     five_loops(FromPacked<FloatProduct<T, T, KernelTable<T>>>{product, b}, bs, threads, c.rows, c.cols, a.cols);
 }
 

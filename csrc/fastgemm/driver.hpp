@@ -21,12 +21,13 @@ namespace fastgemm {
 // C = alpha * A @ B + beta * C for m, n, k >= 1 and alpha != 0, on `threads` threads.
 // C with unit column stride is written by the microkernel directly; any other C goes
 // through a register-tile bounce buffer. direct_b (B row-major, unit column stride): the
-// microkernel reads full-width slivers of B in place instead of packing them. Never splits
-// k, so the result is bitwise the same for any thread count. `ep` runs on each tile after its
-// last k block, while the tile is still in L1.
+// microkernel reads full-width slivers of B in place instead of packing them. direct_a (taken
+// only for an A stored by columns): each tile reads its rows' piece of every column of A in
+// place, A is not packed. Never splits k, so the result is bitwise the same for any thread
+// count. `ep` runs on each tile after its last k block, while the tile is still in L1.
 template <typename T>
-void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b, T alpha, View<const T> a,
-                 View<const T> b, T beta, View<T> c, const Epilogue<T>& ep = {});
+void run_blocked(const KernelTable<T>& uk, const Blocking& bs, int threads, bool direct_b, bool direct_a, T alpha,
+                 View<const T> a, View<const T> b, T beta, View<T> c, const Epilogue<T>& ep = {});
 
 // Packers from A and B's storage type S into slivers of the table's type T (S == T: the
 // table's own; S a 2-byte float: LowpTable's, which widen while packing).

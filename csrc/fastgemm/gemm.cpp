@@ -26,6 +26,9 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     const int threads = threads_for(m, n, k);
     const KernelTable<T>& main = main_table<T>(ks);
+    // An A stored by columns is read in place by the tiles of a product with few slivers: each
+    // of its pieces would be packed for one to four tiles; see docs/DESIGN.md, "A read in place".
+    const bool direct_a = a.rs == 1 && a.cs != 1 && (n + main.nr - 1) / main.nr <= tune.a_in_place_slivers;
     if (few_rows_fit(tune.few_rows_max_m, m, b.cs, c.cs)) {
         run_few_rows(main, main, threads, alpha, a, b, beta, c, ep);
         return;
@@ -36,7 +39,7 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     const Blocking packed =
         blocking_for_rows(blocking_for(main.mr, main.nr, int(sizeof(T))), m, threads, main.nr, int(sizeof(T)));
     if (m > tune.direct_max_m || b.cs != 1 || !lines) {
-        run_blocked(main, packed, threads, false, alpha, a, b, beta, c, ep);
+        run_blocked(main, packed, threads, false, direct_a, alpha, a, b, beta, c, ep);
         return;
     }
     const KernelTable<T>& uk = m <= tune.skinny_max_m ? skinny_table<T>(ks) : main;
@@ -47,15 +50,15 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     const auto misalign = int64_t(reinterpret_cast<uintptr_t>(b.data) % 64);
     const int64_t head = std::min<int64_t>(n, misalign ? (64 - misalign) / int64_t(sizeof(T)) : 0);
     if (head > 0 && n < tune.head_min_slivers * int64_t(uk.nr)) {
-        run_blocked(main, packed, threads, false, alpha, a, b, beta, c, ep);
+        run_blocked(main, packed, threads, false, direct_a, alpha, a, b, beta, c, ep);
         return;
     }
     if (head > 0)
-        run_blocked(uk, bs, threads, false, alpha, a, View<const T>{b.data, k, head, b.rs, b.cs}, beta,
+        run_blocked(uk, bs, threads, false, direct_a, alpha, a, View<const T>{b.data, k, head, b.rs, b.cs}, beta,
                     View<T>{c.data, m, head, c.rs, c.cs}, ep);
     if (head < n)
-        run_blocked(uk, bs, threads, true, alpha, a, View<const T>{b.data + head, k, n - head, b.rs, b.cs}, beta,
-                    View<T>{c.data + head * c.cs, m, n - head, c.rs, c.cs}, ep.from_column(head));
+        run_blocked(uk, bs, threads, true, direct_a, alpha, a, View<const T>{b.data + head, k, n - head, b.rs, b.cs},
+                    beta, View<T>{c.data + head * c.cs, m, n - head, c.rs, c.cs}, ep.from_column(head));
 }
 
 // Rows [lo, hi) of a small product's C as the caller sees them (sp.c's rows are C's columns

@@ -109,6 +109,7 @@ struct Tuning {
     int64_t few_rows_max_m;       // from 2 up to this many rows (<= kFewRowsMaxM) few_rows streams B (0: never)
     int64_t int8_few_rows_max_m;  // the same for int8 products, in groups of at most kFewRowsMaxM rows
     int64_t small_narrow_bytes;   // C's rows up to this many bytes take the small kernel whatever the work (B in L2)
+    int64_t a_in_place_slivers;   // up to this many B slivers an A stored by columns is read in place (0: never)
 };
 
 // Low-precision inputs (S = bfloat16_t or float16_t) on the float32 kernels: packers that
