@@ -131,7 +131,9 @@ def test_few_rows_streamed(kernel, dtype, shape, trans_a, b_offset, beta):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(1, 20000, 300), (20000, 1, 300), (3, 20000, 300), (7, 4096, 64), (301, 200, 400), (3001, 20, 300)])
+@pytest.mark.parametrize(
+    "shape", [(1, 20000, 300), (20000, 1, 300), (3, 20000, 300), (7, 4096, 64), (301, 200, 400), (3001, 20, 300)]
+)
 def test_same_bits_for_any_thread_count(dtype, shape):
     m, n, k = shape
     rng = np.random.default_rng(7)
