@@ -36,9 +36,10 @@ def test_square_stacks(kernel, n, dtype):
     assert np.array_equal(c[3], fastgemm.matmul(a[3], b[3]))
 
 
-# The last three have 64+ rows and B rows 512, 1024 or 4096 bytes apart (as float32; twice as
-# far as float64), which crowd a few L1 sets: such items go one by one through gemm, which
-# copies B with its rows apart.
+# (64, 128, 64) to (64, 1024, 8) have 64+ rows and B rows 512, 1024 or 4096 bytes apart (as
+# float32; twice as far as float64), which crowd a few L1 sets: such items go one by one
+# through gemm, which copies B with its rows apart. The last two are narrow items past the
+# small kernels' work cap (on AVX2 narrow C takes them at any size).
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
@@ -53,6 +54,8 @@ def test_square_stacks(kernel, n, dtype):
         (64, 128, 64),
         (70, 256, 32),
         (64, 1024, 8),
+        (700, 10, 320),
+        (1500, 3, 500),
     ],
 )
 def test_rectangular_stacks(kernel, shape, dtype):
