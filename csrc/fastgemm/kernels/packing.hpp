@@ -178,6 +178,17 @@ void pack_b_as(int64_t kc, int64_t nc, const typename C::S* b, int64_t rsb, int6
                 const S* bc = b0 + j * csb;
                 for (int64_t p = p0; p < kc; ++p) dst[p * NR + j] = C::one(bc[p]);
             }
+        } else if (std::is_same_v<S, T> && csb == 1) {
+            // The last sliver of a row-major B: each row's piece read through a mask (zeros in
+            // the lanes past it, which are the sliver's padding), whole vectors stored.
+            typename V::mask mk[NR / V::W];
+#pragma GCC unroll 8
+            for (int g = 0; g < NR / V::W; ++g) mk[g] = V::lanes(int(cols) - g * V::W);
+            for (int64_t p = 0; p < kc; ++p)
+#pragma GCC unroll 8
+                for (int g = 0; g < NR / V::W; ++g)
+                    V::storeu(dst + p * NR + g * V::W,
+                              V::maskz_loadu(mk[g], reinterpret_cast<const T*>(b0) + p * rsb + g * V::W));
         } else {
             for (int64_t p = 0; p < kc; ++p)
                 for (int j = 0; j < NR; ++j) dst[p * NR + j] = j < cols ? C::one(b0[p * rsb + j * csb]) : T(0);
