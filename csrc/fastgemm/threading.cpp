@@ -30,17 +30,6 @@ std::atomic<bool> g_forked{false};
 // The driver's threads meet at two barriers per KC step: each must own this much of C.
 constexpr int64_t kMinAreaPerThread = 32 * 32;
 
-// A forked child starts on one thread (a process pool's children would otherwise oversubscribe
-// the machine) and with a new pool at its first team. Async-signal-safe: atomic stores only.
-void after_fork_in_child() {
-    g_max_threads.store(1, std::memory_order_relaxed);
-    g_forked.store(true, std::memory_order_relaxed);
-}
-
-// threading.o is always linked (gemm needs threads_for), so every binary that can start a
-// team registers the handler.
-const bool g_fork_handler_installed = (pthread_atfork(nullptr, nullptr, after_fork_in_child), true);
-
 // A busy machine (other processes on every core): a thread of ours that is not running when
 // its team starts, or that is preempted, holds every other one at the next barrier for a
 // scheduler time slice, which is worth thousands of small products. When a team's threads
@@ -104,6 +93,20 @@ std::atomic<int64_t> g_workers_active{0};
 std::atomic<int64_t> g_sleeper_start_ns{0};
 
 bool workers_asleep(int64_t now) { return now - g_workers_active.load(std::memory_order_relaxed) > kIdleYieldNs; }
+
+// A forked child starts on one thread (a process pool's children would otherwise oversubscribe
+// the machine) and with a new pool at its first team, whose start the parent's workers' wake-up
+// time must not predict (it sent the child's first threaded product to one thread, waking
+// workers the child does not have). Async-signal-safe: atomic stores only.
+void after_fork_in_child() {
+    g_max_threads.store(1, std::memory_order_relaxed);
+    g_forked.store(true, std::memory_order_relaxed);
+    g_sleeper_start_ns.store(0, std::memory_order_relaxed);
+}
+
+// threading.o is always linked (gemm needs threads_for), so every binary that can start a
+// team registers the handler.
+const bool g_fork_handler_installed = (pthread_atfork(nullptr, nullptr, after_fork_in_child), true);
 
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
