@@ -26,8 +26,9 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     const int threads = threads_for(m, n, k);
     const KernelTable<T>& main = main_table<T>(ks);
-    // An A stored by columns is read in place by the tiles of a product with few slivers: each
-    // of its pieces would be packed for one to four tiles; see docs/DESIGN.md, "A read in place".
+    // An A stored by columns is read in place by the main tile for a product with few of its
+    // slivers: each of A's pieces would be packed for one to four tiles; see docs/DESIGN.md, "A
+    // read in place". (The in-place-B paths below run other tiles and keep packing A.)
     const bool direct_a = a.rs == 1 && a.cs != 1 && (n + main.nr - 1) / main.nr <= tune.a_in_place_slivers;
     if (few_rows_fit(tune.few_rows_max_m, m, b.cs, c.cs)) {
         run_few_rows(main, main, threads, alpha, a, b, beta, c, ep);
@@ -54,11 +55,11 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
         return;
     }
     if (head > 0)
-        run_blocked(uk, bs, threads, false, direct_a, alpha, a, View<const T>{b.data, k, head, b.rs, b.cs}, beta,
+        run_blocked(uk, bs, threads, false, false, alpha, a, View<const T>{b.data, k, head, b.rs, b.cs}, beta,
                     View<T>{c.data, m, head, c.rs, c.cs}, ep);
     if (head < n)
-        run_blocked(uk, bs, threads, true, direct_a, alpha, a, View<const T>{b.data + head, k, n - head, b.rs, b.cs},
-                    beta, View<T>{c.data + head * c.cs, m, n - head, c.rs, c.cs}, ep.from_column(head));
+        run_blocked(uk, bs, threads, true, false, alpha, a, View<const T>{b.data + head, k, n - head, b.rs, b.cs}, beta,
+                    View<T>{c.data + head * c.cs, m, n - head, c.rs, c.cs}, ep.from_column(head));
 }
 
 // Rows [lo, hi) of a small product's C as the caller sees them (sp.c's rows are C's columns
