@@ -89,7 +89,8 @@ def test_scratch_is_returned_after_a_many_thread_call():
     # A call's packing memory (B's panel, one block of A a thread) stays with the calling thread
     # for the next call; a large one must be given back when a later call needs far less. The
     # panel (2048 x 2048 float32 at KC 2048: 16 MiB) is packed whole whatever share of the work
-    # each of the 8 threads takes.
+    # each of the 8 threads takes. The later call's 128 columns (512 bytes a row of C) take the
+    # packed path on every set (narrow C, which the small kernels take, ends at 256 bytes).
     r = run_python(
         """
         import os
@@ -102,14 +103,14 @@ def test_scratch_is_returned_after_a_many_thread_call():
         a = np.ones((2048, 2048), np.float32)
         b = np.ones((2048, 2048), np.float32)
         c = np.empty((2048, 2048), np.float32)
-        c_small = np.empty((2048, 64), np.float32)
+        c_small = np.empty((2048, 128), np.float32)
         fg.set_num_threads(1)
-        fg.gemm(a, b[:, :64], c_small)
+        fg.gemm(a, b[:, :128], c_small)
         fg.set_num_threads(8)
         fg.gemm(a, b, c)
         high = rss()
         fg.set_num_threads(1)
-        fg.gemm(a, b[:, :64], c_small)
+        fg.gemm(a, b[:, :128], c_small)
         low = rss()
         assert (c == 2048).all() and (c_small == 2048).all()
         print(high, low)

@@ -18,6 +18,8 @@
 namespace fastgemm {
 namespace {
 
+constexpr int64_t kAInPlaceMaxColumnBytes = 8192;
+
 // Few rows streamed, the packed path, or B read in place for few rows (tuning.direct_max_m);
 // see docs/DESIGN.md, "Few rows" and "B read in place".
 template <typename T>
@@ -27,9 +29,11 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     const int threads = threads_for(m, n, k);
     const KernelTable<T>& main = main_table<T>(ks);
     // An A stored by columns is read in place by the main tile for a product with few of its
-    // slivers: each of A's pieces would be packed for one to four tiles; see docs/DESIGN.md, "A
-    // read in place". (The in-place-B paths below run other tiles and keep packing A.)
-    const bool direct_a = a.rs == 1 && a.cs != 1 && (n + main.nr - 1) / main.nr <= tune.a_in_place_slivers;
+    // slivers: each of A's pieces would be packed for one to four tiles. Columns past 8 KiB
+    // apart lost to packing on an Intel Xeon; see docs/DESIGN.md, "A read in place". (The
+    // in-place-B paths below run other tiles and keep packing A.)
+    const bool direct_a = a.rs == 1 && a.cs != 1 && a.cs * int64_t(sizeof(T)) <= kAInPlaceMaxColumnBytes &&
+                          (n + main.nr - 1) / main.nr <= tune.a_in_place_slivers;
     if (few_rows_fit(tune.few_rows_max_m, m, b.cs, c.cs)) {
         run_few_rows(main, main, threads, alpha, a, b, beta, c, ep);
         return;
@@ -227,13 +231,32 @@ void gemm(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const Ep
     flags.settle([&] { return has_nan(c); });
 }
 
+namespace {
+
+// Past small_max_b_l1s L1s every 4-row group of C rereads B from L2. That still pays for a few
+// groups (up to 48 rows), but not where B's rows are whole lines (the skinny tiles read it in
+// place), nor for 2 to few_rows_max_m rows from k = 128 (few_rows streams B once); see
+// docs/DESIGN.md, "Small products".
+bool b_reread_pays(const Tuning& t, int64_t m, int64_t n, int64_t k, int64_t elem_bytes) {
+    if (m <= t.few_rows_max_m) return k < 128;
+    return m <= 48 && n * elem_bytes % 64 != 0;
+}
+
+}  // namespace
+
 bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t elem_bytes) {
     // In double: m * n * k of a huge product overflows int64. Work counts in float32 multiply-adds:
     // an 8-byte product twice (its vectors hold half the elements; docs/DESIGN.md, "Small products").
-    const bool narrow = n * elem_bytes <= ks.tuning.small_narrow_bytes;
+    const Tuning& t = ks.tuning;
+    const double b_bytes = double(n) * double(k) * double(elem_bytes);
+    const bool narrow = n * elem_bytes <= t.small_narrow_bytes;
+    // B counted in float32-sized elements: a float64 B of twice the bytes still won (128^3).
+    const bool b_near = t.small_max_b_l1s == 0 ||
+                        4.0 * double(n) * double(k) <= double(t.small_max_b_l1s) * double(caches().l1d.size) ||
+                        b_reread_pays(t, m, n, k, elem_bytes);
     return (narrow ||
-            double(m) * double(n) * double(k) * double(elem_bytes) <= 4.0 * double(ks.tuning.small_max_work)) &&
-           double(n) * double(k) * double(elem_bytes) <= double(caches().l2.size);
+            (double(m) * double(n) * double(k) * double(elem_bytes) <= 4.0 * double(t.small_max_work) && b_near)) &&
+           b_bytes <= double(caches().l2.size);
 }
 
 template <typename T>

@@ -110,6 +110,7 @@ struct Tuning {
     int64_t int8_few_rows_max_m;  // the same for int8 products, in groups of at most kFewRowsMaxM rows
     int64_t small_narrow_bytes;   // C's rows up to this many bytes take the small kernel whatever the work (B in L2)
     int64_t a_in_place_slivers;   // up to this many B slivers an A stored by columns is read in place (0: never)
+    int64_t small_max_b_l1s;      // small_max_work's products only with B within this many L1s (0: L2 bounds B)
 };
 
 // Low-precision inputs (S = bfloat16_t or float16_t) on the float32 kernels: packers that

@@ -24,6 +24,7 @@
 
 #include "../fastgemm/batched.hpp"
 #include "../fastgemm/blocking.hpp"
+#include "../fastgemm/caches.hpp"
 #include "../fastgemm/dispatch.hpp"
 #include "../fastgemm/driver.hpp"
 #include "../fastgemm/gemm.hpp"
@@ -451,13 +452,35 @@ void padding_flags(const fastgemm::KernelSet& ks) {
     }
 }
 
+// small_shape's table on a set tuned as AVX-512 is: the work cap with B within two L1s (counted
+// in float32-sized elements), past them only up to 48 rows whose B rows are not whole lines,
+// or 2 to few_rows_max_m rows with k under 128; narrow C at any work.
+void small_shape_table() {
+    fastgemm::KernelSet ks = fastgemm::generic_kernels;
+    ks.tuning = fastgemm::Tuning{256, 128, int64_t(512) * 512 * 512, 16, 6, 0, 256, 4, 2};
+    const int64_t k2 = 2 * fastgemm::caches().l1d.size / (4 * 96);  // a 96-column B of at most two L1s
+    auto small = [&](int64_t m, int64_t n, int64_t k, int64_t bytes) {
+        return fastgemm::small_shape(ks, m, n, k, bytes);
+    };
+    report(small(256, 96, k2, 4) && !small(256, 96, k2 + 1, 4) && small(256, 96, k2, 8) && !small(256, 96, k2 + 1, 8),
+           "small_shape: work cap with B within two L1s of float32-sized elements");
+    report(small(48, 97, k2 + 1, 4) && !small(49, 97, k2 + 1, 4) && !small(48, 96, k2 + 1, 4),
+           "small_shape: past two L1s up to 48 rows, B rows not whole lines");
+    report(small(6, 400, 127, 4) && !small(6, 401, 128, 4) && small(7, 401, 128, 4),
+           "small_shape: past two L1s 2-6 rows with k under 128");
+    report(small(100000, 64, 100, 4) && !small(100000, 65, 100, 4) && small(100000, 32, 100, 8),
+           "small_shape: narrow C (256 bytes) at any work");
+    ks.tuning.small_max_b_l1s = 0;
+    report(small(256, 64, k2 + 1, 4), "small_shape: small_max_b_l1s 0 leaves only L2 to bound B");
+}
+
 void kernel_lookup_and_threads() {
     for (const fastgemm::KernelSet* ks : fastgemm::compiled_kernels()) {
         const fastgemm::Tuning& t = ks->tuning;
         report(&fastgemm::find_kernels(ks->name, false) == ks && t.direct_max_m >= 0 && t.skinny_max_m >= 0 &&
                    t.small_max_work > 0 && t.head_min_slivers > 0 && t.few_rows_max_m >= 0 &&
                    t.few_rows_max_m <= fastgemm::kFewRowsMaxM && t.int8_few_rows_max_m >= 0 &&
-                   t.small_narrow_bytes >= 0 && t.a_in_place_slivers >= 0,
+                   t.small_narrow_bytes >= 0 && t.a_in_place_slivers >= 0 && t.small_max_b_l1s >= 0,
                std::string("find_kernels and tuning of ") + ks->name);
     }
     expect_throw<std::invalid_argument>("find_kernels: unknown name", [] { fastgemm::find_kernels("nope", false); });
@@ -1348,6 +1371,7 @@ int main(int argc, char** argv) {
     bad_input();
     overlap_rule();
     kernel_lookup_and_threads();
+    small_shape_table();
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }

@@ -58,7 +58,7 @@ struct Avx512I8 : Avx512I32 {
 // Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
 // docs/DESIGN.md, "Measured decisions".
 constexpr KernelSet avx512_kernels{
-    "avx512", "AVX-512 F/BW/VL/DQ", &runs_avx512, Tuning{256, 128, int64_t(512) * 512 * 512, 16, 0, 0, 0, 0},
+    "avx512", "AVX-512 F/BW/VL/DQ", &runs_avx512, Tuning{256, 128, int64_t(512) * 512 * 512, 16, 6, 0, 256, 4, 2},
     kernels::kernel_table<Avx512F32, 14, 2>(), kernels::kernel_table<Avx512F64, 6, 4>(),
     kernels::kernel_table<Avx512F32, 16, 1>(), kernels::kernel_table<Avx512F64, 16, 1>(),
     kernels::lowp_kernels<Avx512F32, Avx512Bf16, Avx512F16, Avx512Narrow, 14, 2>(),
