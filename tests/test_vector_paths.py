@@ -213,3 +213,39 @@ def test_a_by_columns_read_in_place(kernel, dtype, shape, trans_b, beta):
     ref, bound = reference(a, b, c0, 1.5, beta, True, trans_b)
     assert_matches(got[0], ref, bound, f"{kernel} {shape} tb={trans_b} beta={beta}")
     assert np.array_equal(got[0], got[1]), "1 and 2 threads differ"
+
+
+# x @ W.T with at most 4 rows and k from 128: dot products of rows read in place (docs/DESIGN.md,
+# "Dot products"); k around the vector widths and the 128 line, n around the kernel's 4-column
+# blocks and past a thread's piece, a strided A and W, an epilogue.
+DOTS_SHAPES = [(1, 5, 128), (2, 4, 129), (3, 130, 1000), (4, 9, 257), (4, 1030, 300), (3, 7, 127)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", DOTS_SHAPES)
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_x_times_w_transposed_as_dot_products(kernel, dtype, shape, beta):
+    m, n, k = shape
+    rng = np.random.default_rng(m * n + k)
+    a = np.zeros((m, k + 3), dtype)[:, :k]
+    a[...] = random_matrix(rng, (m, k), dtype)
+    w = np.zeros((n, k + 5), dtype)[:, :k]
+    w[...] = random_matrix(rng, (n, k), dtype)
+    c0 = random_matrix(rng, (m, n), dtype)
+
+    def product():
+        placed = Placed(c0)
+        if beta == 0:
+            placed.arr[...] = np.nan  # must not survive
+        GEMM[np.dtype(dtype)](a, w, placed.arr, alpha=1.5, beta=beta, trans_b=True)
+        assert placed.untouched_outside()
+        return placed.arr.copy()
+
+    got = on_threads(product)
+    ref, bound = reference(a, w.T, c0, 1.5, beta, False, False)
+    assert_matches(got[0], ref, bound, f"{kernel} {shape} beta={beta}")
+    assert np.array_equal(got[0], got[1]), "1 and 2 threads differ"
+    bias = random_matrix(rng, (n,), dtype)
+    fused = fastgemm.gemm(a, w.T, bias=bias, activation="relu")
+    want = np.maximum(a.astype(np.float64) @ w.T.astype(np.float64) + bias, 0)
+    assert_matches(fused, want, reference(a, w.T, c0, 1.0, 0.0, False, False)[1] + np.abs(bias), f"{kernel} fused")

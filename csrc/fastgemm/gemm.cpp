@@ -173,6 +173,27 @@ void run_small_chunks(const KernelTable<T>& uk, int threads, T alpha, const Smal
         kSmallPiecesPerThread);
 }
 
+// x @ W.T for a few rows of x: A's rows and B's columns contiguous along k, at most
+// kDotsMaxRows rows of C, k from kDotsMinK. The small path would copy all of B and the packed
+// one pack it for those few rows; here each output is a dot product of two rows read in place,
+// C's columns split over threads (each output computed the same way on any split). See
+// docs/DESIGN.md, "Dot products".
+constexpr int64_t kDotsMaxRows = 4;
+constexpr int64_t kDotsMinK = 128;
+
+template <typename T>
+bool dots_fit(View<const T> a, View<const T> b, View<T> c) {
+    return a.cs == 1 && b.rs == 1 && c.rows <= kDotsMaxRows && a.cols >= kDotsMinK;
+}
+
+template <typename T>
+void run_dots(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
+    parallel_ranges(threads_for(c.rows, c.cols, a.cols), c.cols, 4, [&](int, int64_t lo, int64_t hi) {
+        uk.dots(c.rows, hi - lo, a.cols, alpha, a.data, a.rs, b.data + lo * b.cs, b.cs, beta, c.data + lo * c.cs, c.rs,
+                c.cs);
+    });
+}
+
 // m, n, k >= 1, alpha != 0.
 template <typename T>
 void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const Epilogue<T>& ep) {
@@ -182,6 +203,11 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     const KernelTable<T>& main = main_table<T>(ks);
     auto finish = [&](int64_t lo, int64_t hi, T* y, int64_t incy) { gemv_epilogue(main, m, ep, lo, hi, y, incy); };
     if ((m == 1 || n == 1) && try_gemv(main, alpha, a, b, beta, c, finish)) return;
+    if (dots_fit(a, b, c)) {
+        run_dots(main, alpha, a, b, beta, c);
+        if (ep.active()) apply_epilogue(main, c, ep);
+        return;
+    }
     SmallProduct<T> sp = orient(a, b, c);
     if (small_shaped(ks, sp) && small_b_ready(main, sp)) {
         if (!ep.active()) {

@@ -72,6 +72,10 @@ struct KernelTable {
     // y[j*incy] = alpha * sum_p x[p] * M[j*ldm + p] + beta * y[j*incy], j < n, x contiguous:
     // one dot product per contiguous row of M.
     void (*gemv_dots)(int64_t n, int64_t k, T alpha, const T* x, const T* mat, int64_t ldm, T beta, T* y, int64_t incy);
+    // C[i * rsc + j * csc] = alpha * sum_p A[i * lda + p] * B[j * ldb + p] + beta * C[...], i < m,
+    // j < n: dot products of rows contiguous along k (x @ W.T with few rows on one side).
+    void (*dots)(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda, const T* b, int64_t ldb, T beta,
+                 T* c, int64_t rsc, int64_t csc);
     // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j] for m <= kFewRowsMaxM rows of C,
     // B's and C's rows contiguous: B's rows streamed once as gemv_rows streams its matrix, not
     // packed. `chunk`: kFewRowsChunkBytes, 64-byte aligned, the calling thread's.

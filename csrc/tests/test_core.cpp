@@ -415,6 +415,44 @@ void copy_columns(const fastgemm::KernelSet& ks) {
         }
 }
 
+// dots: m x n dot products of rows along k against a double reference (small integers, so
+// exact), C strided with a gap between its elements that must stay untouched, beta 0 over a
+// NaN-filled C (never read) and beta 2; m around the kernel's 3-row blocks, n around its 4,
+// k around the vector width (the masked tail).
+template <typename T>
+void dots_check(const fastgemm::KernelSet& ks) {
+    const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
+    const int64_t w = uk.lanes;
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    for (int64_t m : {1, 2, 3, 4, 7})
+        for (int64_t n : {1, 3, 4, 5, 9})
+            for (int64_t k : {int64_t(1), w - 1, w, w + 1, 3 * w + 2})
+                for (T beta : {T(0), T(2)}) {
+                    if (k < 1) continue;
+                    const int64_t lda = k + 1, ldb = k + 3, rsc = 2 * n + 1, csc = 2;
+                    std::vector<T> a(size_t(m * lda)), b(size_t(n * ldb)),
+                        c(size_t(m * rsc), beta == T(0) ? nan : T(1));
+                    for (size_t e = 0; e < a.size(); ++e) a[e] = T(int64_t(e % 7) - 3);
+                    for (size_t e = 0; e < b.size(); ++e) b[e] = T(int64_t(e % 5) - 2);
+                    uk.dots(m, n, k, T(0.5), a.data(), lda, b.data(), ldb, beta, c.data(), rsc, csc);
+                    bool ok = true;
+                    for (int64_t i = 0; i < m; ++i)
+                        for (int64_t e = 0; e < rsc; ++e) {
+                            const T got = c[size_t(i * rsc + e)];
+                            if (e % csc != 0 || e / csc >= n) {
+                                ok = ok && (beta == T(0) ? got != got : got == T(1));
+                                continue;
+                            }
+                            double dot = 0;
+                            for (int64_t p = 0; p < k; ++p)
+                                dot += double(a[size_t(i * lda + p)]) * double(b[size_t(e / csc * ldb + p)]);
+                            ok = ok && double(got) == 0.5 * dot + double(beta);
+                        }
+                    report(ok, std::string(ks.name) + " " + type_name<T>() + " dots " + std::to_string(m) + "x" +
+                                   std::to_string(n) + "x" + std::to_string(k) + " beta " + std::to_string(int(beta)));
+                }
+}
+
 // An Inf in A or B: the zero padding of tiles and masked lanes must not leave FE_INVALID set
 // when the true product has no invalid operation; an inf - inf in it must still raise it.
 template <typename T>
@@ -1166,6 +1204,8 @@ void all_cases(const fastgemm::KernelSet& ks) {
     gemv_tail<double>(ks);
     copy_columns<float>(ks);
     copy_columns<double>(ks);
+    dots_check<float>(ks);
+    dots_check<double>(ks);
     few_rows_check<float, float>(ks, ks.f32, "float32", ks.f32.lanes);
     few_rows_check<double, double>(ks, ks.f64, "float64", ks.f64.lanes);
     few_rows_check<fastgemm::bfloat16_t, float>(ks, ks.lowp.bf16, "bfloat16", ks.f32.lanes);

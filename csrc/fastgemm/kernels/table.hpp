@@ -69,6 +69,7 @@ constexpr KernelTable<typename V::T> kernel_table(std::integer_sequence<int, M..
             &copy_columns<V>,
             &gemv_rows<V>,
             &gemv_dots<V>,
+            &dots<V>,
             &few_rows<V>,
             &small<V, PV>,
             &small_stack<V, PV>,
