@@ -182,7 +182,14 @@ struct Avx512I32 {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row));
         return _mm512_add_epi32(acc, _mm512_madd_epi16(_mm512_cvtepi8_epi16(v), xw));
     }
-    static uint32_t hsum(dreg acc) { return uint32_t(_mm512_reduce_add_epi32(acc)); }
+    // Halves added with vpaddd, which wraps: GCC's _mm512_reduce_add_epi32 adds as signed int
+    // in C, an overflow UBSan reports for the wrapping int32 sums this must give.
+    static uint32_t hsum(dreg acc) {
+        const __m256i h = _mm256_add_epi32(_mm512_castsi512_si256(acc), _mm512_extracti64x4_epi64(acc, 1));
+        const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+        const __m128i s2 = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+        return uint32_t(_mm_cvtsi128_si32(_mm_add_epi32(s2, _mm_shuffle_epi32(s2, _MM_SHUFFLE(2, 3, 0, 1)))));
+    }
 };
 
 }  // namespace
