@@ -82,6 +82,18 @@ struct Avx2F32 {
     }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
+    // The lanes' sum as a tree in registers (halves, then quarters, ...): dots' reduction.
+    static T reduce(reg r) {
+        const __m128 h = _mm_add_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1));
+        const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
+    }
+    // r as it is, but the compiler must hold it in a register: GCC otherwise folds a loaded
+    // vector that several FMAs read into each of them, one load per FMA (dots: 1.3-1.5x slower).
+    static reg held(reg r) {
+        __asm__("" : "+x"(r));
+        return r;
+    }
     // For the epilogue (kernels/epilogue.hpp).
     static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
     static reg sub(reg a, reg b) { return _mm256_sub_ps(a, b); }
@@ -120,6 +132,14 @@ struct Avx2F64 {
     }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_pd(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_pd(a, b); }
+    static T reduce(reg r) {
+        const __m128d h = _mm_add_pd(_mm256_castpd256_pd128(r), _mm256_extractf128_pd(r, 1));
+        return _mm_cvtsd_f64(_mm_add_sd(h, _mm_unpackhi_pd(h, h)));
+    }
+    static reg held(reg r) {
+        __asm__("" : "+x"(r));
+        return r;
+    }
     // For the epilogue (kernels/epilogue.hpp).
     static reg add(reg a, reg b) { return _mm256_add_pd(a, b); }
     static reg sub(reg a, reg b) { return _mm256_sub_pd(a, b); }

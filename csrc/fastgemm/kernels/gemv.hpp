@@ -185,8 +185,8 @@ void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename L::S* x
 }
 
 // MR x NR dot products C[i, j] = alpha * dot(A[i, :], B[j, :]) + beta * C[i, j], A's and B's
-// rows contiguous along k: MR + NR loads feed MR x NR FMAs; each dot keeps W partial sums and
-// adds them up at the end as gemv_dots does.
+// rows contiguous along k: MR + NR loads, each held in a register (V::held), feed MR x NR FMAs;
+// each dot keeps W partial sums and adds them up at the end.
 template <typename V, int MR, int NR>
 void dots_block(int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda, const typename V::T* b,
                 int64_t ldb, typename V::T beta, typename V::T* c, int64_t rsc, int64_t csc) {
@@ -203,37 +203,43 @@ void dots_block(int64_t k, typename V::T alpha, const typename V::T* a, int64_t 
     auto step = [&](auto load, int64_t p) {
         R av[MR];
 #pragma GCC unroll 4
-        for (int i = 0; i < MR; ++i) av[i] = load(a + i * lda + p);
+        for (int i = 0; i < MR; ++i) av[i] = V::held(load(a + i * lda + p));
 #pragma GCC unroll 4
         for (int j = 0; j < NR; ++j) {
-            const R bv = load(b + j * ldb + p);
+            const R bv = V::held(load(b + j * ldb + p));
 #pragma GCC unroll 4
             for (int i = 0; i < MR; ++i) acc[i][j] = V::fmadd(av[i], bv, acc[i][j]);
         }
     };
     for (int64_t p = 0; p < full; p += W) step([](const T* q) { return V::loadu(q); }, p);
     if (tail.any(full, k)) step([&](const T* q) { return tail.part(q); }, full);
-    // The W partial sums added as a tree (halves, then quarters, ...): log2(W) dependent adds
-    // instead of W; the same order for every output.
+    // The W partial sums added in registers (V::reduce: a tree on x86, log2(W) dependent adds
+    // instead of W); the same order for every output.
+#pragma GCC unroll 4
     for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
         for (int j = 0; j < NR; ++j) {
-            T lanes[W];
-            V::storeu(lanes, acc[i][j]);
-            for (int w = W / 2; w >= 1; w /= 2)
-#pragma GCC unroll 8
-                for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+            const T sum = V::reduce(acc[i][j]);
             T& cij = c[i * rsc + j * csc];
-            cij = beta == T(0) ? alpha * lanes[0] : alpha * lanes[0] + beta * cij;
+            cij = beta == T(0) ? alpha * sum : alpha * sum + beta * cij;
         }
 }
 
 // C = alpha * A B^T + beta * C for m x n outputs (any strides of C), A's rows and B's rows
-// contiguous along k (x @ W.T): blocks of 3 rows of A by 4 rows of B (12 accumulators and 4
-// loads in 16 registers).
+// contiguous along k (x @ W.T): 3 rows of A by 4 of B a block (12 accumulators), 4 rows by 3
+// when 4 are left (one pass over B instead of a 3-row and a 1-row one).
 template <typename V>
 void dots(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda,
           const typename V::T* b, int64_t ldb, typename V::T beta, typename V::T* c, int64_t rsc, int64_t csc) {
-    for (int64_t i = 0; i < m; i += 3)
+    for (int64_t i = 0; i < m;) {
+        if (m - i == 4) {
+            for (int64_t j = 0; j < n; j += 3)
+                with_rows<3>(n - j, [&](auto nr) {
+                    dots_block<V, 4, nr()>(k, alpha, a + i * lda, lda, b + j * ldb, ldb, beta, c + i * rsc + j * csc,
+                                           rsc, csc);
+                });
+            return;
+        }
         with_rows<3>(m - i, [&](auto mr) {
             for (int64_t j = 0; j < n; j += 4)
                 with_rows<4>(n - j, [&](auto nr) {
@@ -241,6 +247,8 @@ void dots(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V
                                               rsc, csc);
                 });
         });
+        i += std::min<int64_t>(3, m - i);
+    }
 }
 
 // Slivers packed_rows takes at a time for M rows: M x G x NV accumulators (at most 12 on

@@ -29,6 +29,8 @@ struct Scalar {
     }
     static reg fmadd(reg a, reg b, reg c) { return a * b + c; }
     static reg mul(reg a, reg b) { return a * b; }
+    static T reduce(reg r) { return r; }  // dots' reduction of one lane
+    static reg held(reg r) { return r; }  // as the SIMD sets' (kept in a register), a no-op here
     // For the epilogue (kernels/epilogue.hpp); max / min return b when either is NaN, as x86 does.
     static reg add(reg a, reg b) { return a + b; }
     static reg sub(reg a, reg b) { return a - b; }
