@@ -215,37 +215,58 @@ def test_a_by_columns_read_in_place(kernel, dtype, shape, trans_b, beta):
     assert np.array_equal(got[0], got[1]), "1 and 2 threads differ"
 
 
-# x @ W.T with at most 4 rows and k from 128: dot products of rows read in place (docs/DESIGN.md,
-# "Dot products"); k around the vector widths and the 128 line, n around the kernel's 4-column
-# blocks and past a thread's piece, a strided A and W, an epilogue.
-DOTS_SHAPES = [(1, 5, 128), (2, 4, 129), (3, 130, 1000), (4, 9, 257), (4, 1030, 300), (3, 7, 127)]
+# Few rows or few columns of C with operands stored either way (docs/DESIGN.md, "Dot products"
+# and "Few rows"): dot products of rows along k (at most 4 rows or columns, k from 128; the short
+# side copied along k when it is not), and a narrow C with A stored by columns through C^T's few
+# rows (2-6 columns, k from 16); k around the vector widths and both lines, n and m around the
+# dot kernel's 3- and 4-wide blocks and past a thread's piece.
+FEW_SHAPES = [
+    (2, 4, 129),
+    (3, 130, 1000),
+    (4, 9, 257),
+    (4, 1030, 300),
+    (3, 7, 127),
+    (130, 3, 200),
+    (257, 4, 129),
+    (1000, 2, 20),
+    (100, 6, 64),
+    (100, 5, 16),
+    (100, 3, 15),
+]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", DOTS_SHAPES)
+@pytest.mark.parametrize("shape", FEW_SHAPES)
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT", "ST", "NS"])
 @pytest.mark.parametrize("beta", [0.0, 0.5])
-def test_x_times_w_transposed_as_dot_products(kernel, dtype, shape, beta):
+def test_few_rows_or_columns_any_layout(kernel, dtype, shape, layout, beta):
     m, n, k = shape
     rng = np.random.default_rng(m * n + k)
-    a = np.zeros((m, k + 3), dtype)[:, :k]
+    # N: by rows, T: by columns (a transposed view), S: every other element of a row (neither
+    # stride 1); all slices of wider arrays.
+    views = {
+        "N": lambda r, c: np.zeros((r, c + 3), dtype)[:, :c],
+        "T": lambda r, c: np.zeros((c, r + 5), dtype)[:, :r].T,
+        "S": lambda r, c: np.zeros((r, 2 * c), dtype)[:, ::2],
+    }
+    a, b = views[layout[0]](m, k), views[layout[1]](k, n)
     a[...] = random_matrix(rng, (m, k), dtype)
-    w = np.zeros((n, k + 5), dtype)[:, :k]
-    w[...] = random_matrix(rng, (n, k), dtype)
+    b[...] = random_matrix(rng, (k, n), dtype)
     c0 = random_matrix(rng, (m, n), dtype)
 
     def product():
         placed = Placed(c0)
         if beta == 0:
             placed.arr[...] = np.nan  # must not survive
-        GEMM[np.dtype(dtype)](a, w, placed.arr, alpha=1.5, beta=beta, trans_b=True)
+        GEMM[np.dtype(dtype)](a, b, placed.arr, alpha=1.5, beta=beta)
         assert placed.untouched_outside()
         return placed.arr.copy()
 
     got = on_threads(product)
-    ref, bound = reference(a, w.T, c0, 1.5, beta, False, False)
-    assert_matches(got[0], ref, bound, f"{kernel} {shape} beta={beta}")
+    ref, bound = reference(a, b, c0, 1.5, beta, False, False)
+    assert_matches(got[0], ref, bound, f"{kernel} {shape} {layout} beta={beta}")
     assert np.array_equal(got[0], got[1]), "1 and 2 threads differ"
     bias = random_matrix(rng, (n,), dtype)
-    fused = fastgemm.gemm(a, w.T, bias=bias, activation="relu")
-    want = np.maximum(a.astype(np.float64) @ w.T.astype(np.float64) + bias, 0)
-    assert_matches(fused, want, reference(a, w.T, c0, 1.0, 0.0, False, False)[1] + np.abs(bias), f"{kernel} fused")
+    fused = fastgemm.gemm(a, b, bias=bias, activation="relu")
+    want = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias, 0)
+    assert_matches(fused, want, reference(a, b, c0, 1.0, 0.0, False, False)[1] + np.abs(bias), f"{kernel} fused")

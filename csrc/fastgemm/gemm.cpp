@@ -173,25 +173,102 @@ void run_small_chunks(const KernelTable<T>& uk, int threads, T alpha, const Smal
         kSmallPiecesPerThread);
 }
 
-// x @ W.T for a few rows of x: A's rows and B's columns contiguous along k, at most
-// kDotsMaxRows rows of C, k from kDotsMinK. The small path would copy all of B and the packed
-// one pack it for those few rows; here each output is a dot product of two rows read in place,
-// C's columns split over threads (each output computed the same way on any split). See
-// docs/DESIGN.md, "Dot products".
-constexpr int64_t kDotsMaxRows = 4;
+// Products with at most kDotsMaxSide rows or columns of C and k from kDotsMinK as dot
+// products of rows along k: x @ W.T with few rows of x (A's rows and B's columns already
+// contiguous along k), or a narrow C (n <= 4: C^T = B^T A^T, A's rows streamed once against
+// B's few columns). The few rows or columns of the short side are copied along k when they are
+// not (a copy of at most 4 x k elements); the long side must be. The small path would copy or
+// read all of the long operand per 4-row group and the packed one pack it for those few rows
+// or columns. See docs/DESIGN.md, "Dot products".
+constexpr int64_t kDotsMaxSide = 4;
 constexpr int64_t kDotsMinK = 128;
 
+// rows x k elements of src, element (i, p) at i * rs + p * cs, into dst with rows k apart.
 template <typename T>
-bool dots_fit(View<const T> a, View<const T> b, View<T> c) {
-    return a.cs == 1 && b.rs == 1 && c.rows <= kDotsMaxRows && a.cols >= kDotsMinK;
+const T* copy_along_k(const KernelTable<T>& uk, int64_t rows, int64_t k, const T* src, int64_t rs, int64_t cs, T* dst) {
+    if (rs == 1) {
+        uk.copy_columns(rows, k, src, cs, dst, k);
+    } else {
+        for (int64_t i = 0; i < rows; ++i)
+            for (int64_t p = 0; p < k; ++p) dst[i * k + p] = src[i * rs + p * cs];
+    }
+    return dst;
+}
+
+// C (short x long) = alpha * S L^T + beta * C, S's rows (lds apart) and L's rows (ldl apart)
+// contiguous along k; C's long side split over threads (each output computed the same way on
+// any split).
+template <typename T>
+void run_dots(const KernelTable<T>& uk, int64_t shorter, int64_t longer, int64_t k, T alpha, const T* s, int64_t lds,
+              const T* l, int64_t ldl, T beta, T* c, int64_t rsc, int64_t csc) {
+    parallel_ranges(threads_for(shorter, longer, k), longer, 4, [&](int, int64_t lo, int64_t hi) {
+        uk.dots(shorter, hi - lo, k, alpha, s, lds, l + lo * ldl, ldl, beta, c + lo * csc, rsc, csc);
+    });
+}
+
+// Whether try_dots takes the product: 1 for few rows, 2 for few columns, 0 not.
+template <typename T>
+int dots_side(View<const T> a, View<const T> b, View<T> c) {
+    if (a.cols < kDotsMinK) return 0;
+    if (c.rows <= kDotsMaxSide && b.rs == 1) return 1;
+    if (c.cols <= kDotsMaxSide && a.cs == 1) return 2;
+    return 0;
 }
 
 template <typename T>
-void run_dots(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
-    parallel_ranges(threads_for(c.rows, c.cols, a.cols), c.cols, 4, [&](int, int64_t lo, int64_t hi) {
-        uk.dots(c.rows, hi - lo, a.cols, alpha, a.data, a.rs, b.data + lo * b.cs, b.cs, beta, c.data + lo * c.cs, c.rs,
-                c.cs);
-    });
+bool try_dots(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
+    const int64_t m = c.rows, n = c.cols, k = a.cols;
+    const int side = dots_side(a, b, c);
+    if (side == 1) {
+        const T* s = a.cs == 1 ? a.data
+                               : copy_along_k(uk, m, k, a.data, a.rs, a.cs,
+                                              static_cast<T*>(thread_scratch(size_t(m * k) * sizeof(T))));
+        run_dots(uk, m, n, k, alpha, s, a.cs == 1 ? a.rs : k, b.data, b.cs, beta, c.data, c.rs, c.cs);
+        return true;
+    }
+    if (side == 2) {
+        const T* s = b.rs == 1 ? b.data
+                               : copy_along_k(uk, n, k, b.data, b.cs, b.rs,
+                                              static_cast<T*>(thread_scratch(size_t(n * k) * sizeof(T))));
+        run_dots(uk, n, m, k, alpha, s, b.rs == 1 ? b.cs : k, a.data, a.rs, beta, c.data, c.cs, c.rs);
+        return true;
+    }
+    return false;
+}
+
+// A narrow C with A stored by columns (x.T @ w with few columns of w): C^T = B^T A^T is a
+// few-row product that streams A^T's rows (A's columns) once, where the tiles would pack all of
+// A for one sliver of a few columns. C^T's rows are C's columns, not contiguous: each thread's
+// piece goes through scratch and into C (with beta) right after. From 2 columns up to
+// few_rows_max_m and 40 bytes a row of C, k from 16 (k = 3 and 8 lost, 16 won); see
+// docs/DESIGN.md, "Few rows".
+template <typename T>
+bool few_columns_fit(const KernelSet& ks, View<const T> a, View<T> c) {
+    const int64_t n = c.cols;
+    return a.rs == 1 && c.rs != 1 && n >= 2 && n <= ks.tuning.few_rows_max_m && n * int64_t(sizeof(T)) <= 40 &&
+           a.cols >= 16;
+}
+
+template <typename T>
+bool try_few_columns(const KernelSet& ks, const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta,
+                     View<T> c) {
+    const int64_t m = c.rows, n = c.cols, k = a.cols;
+    if (!few_columns_fit(ks, a, c)) return false;
+    T* t = static_cast<T*>(thread_scratch(size_t(n * m) * sizeof(T)));
+    few_rows_split(
+        threads_for(m, n, k), n, m, sizeof(T),
+        [&](int64_t i0, int64_t rows, int64_t lo, int64_t hi, char* chunk) {
+            uk.few_rows(rows, hi - lo, k, alpha, b.data + i0 * b.cs, b.cs, b.rs, a.data + lo, a.cs, T(0),
+                        t + i0 * m + lo, m, reinterpret_cast<T*>(chunk));
+        },
+        [&](int64_t lo, int64_t hi) {
+            for (int64_t i = lo; i < hi; ++i)
+                for (int64_t j = 0; j < n; ++j) {
+                    T& cij = c.data[i * c.rs + j * c.cs];
+                    cij = beta == T(0) ? t[j * m + i] : t[j * m + i] + beta * cij;
+                }
+        });
+    return true;
 }
 
 // m, n, k >= 1, alpha != 0.
@@ -203,8 +280,7 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     const KernelTable<T>& main = main_table<T>(ks);
     auto finish = [&](int64_t lo, int64_t hi, T* y, int64_t incy) { gemv_epilogue(main, m, ep, lo, hi, y, incy); };
     if ((m == 1 || n == 1) && try_gemv(main, alpha, a, b, beta, c, finish)) return;
-    if (dots_fit(a, b, c)) {
-        run_dots(main, alpha, a, b, beta, c);
+    if (try_dots(main, alpha, a, b, beta, c) || try_few_columns(ks, main, alpha, a, b, beta, c)) {
         if (ep.active()) apply_epilogue(main, c, ep);
         return;
     }
@@ -287,6 +363,9 @@ bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t e
 
 template <typename T>
 bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, SmallProduct<T>& out) {
+    // A product compute() gives the dot-product or few-column paths is not a small one in a stack
+    // either: an item equals the same product alone.
+    if (dots_side(a, b, c) != 0 || few_columns_fit(ks, a, c)) return false;
     out = orient(a, b, c);
     return out.b.cs == 1 && small_shaped(ks, out) &&
            !b_rows_crowd(out.c.rows, out.b.rs * int64_t(sizeof(T)), out.b.rows);
