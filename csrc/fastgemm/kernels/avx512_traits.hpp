@@ -13,9 +13,29 @@
 namespace fastgemm {
 namespace {
 
+// float32 in 256-bit registers with AVX-512VL masks: the vector width of 8-wide products (a
+// stack of 8^3 items), where 16 lanes would leave half of every vector empty. Only what the
+// small kernels use.
+struct Avx512YmmF32 {
+    using T = float;
+    using reg = __m256;
+    using mask = __mmask8;
+    static constexpr int W = 8;
+    static reg zero() { return _mm256_setzero_ps(); }
+    static reg set1(T x) { return _mm256_set1_ps(x); }
+    static reg loadu(const T* p) { return _mm256_loadu_ps(p); }
+    static void storeu(T* p, reg r) { _mm256_storeu_ps(p, r); }
+    static mask lanes(int n) { return n >= W ? mask(0xFF) : n <= 0 ? mask(0) : mask((1u << n) - 1); }
+    static reg maskz_loadu(mask m, const T* p) { return _mm256_maskz_loadu_ps(m, p); }
+    static void mask_storeu(T* p, mask m, reg r) { _mm256_mask_storeu_ps(p, m, r); }
+    static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
+    static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
+};
+
 struct Avx512F32 {
     using T = float;
     using reg = __m512;
+    using half = Avx512YmmF32;  // see kernels/small.hpp, HalfOf
     using mask = __mmask16;
     static constexpr int W = 16;
     static reg zero() { return _mm512_setzero_ps(); }

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "../kernel.hpp"
 
@@ -160,6 +161,17 @@ void square_tiny(typename V::T alpha, const typename V::T* a, int64_t rsa, int64
         }
 }
 
+// The vector traits for products half as wide as V's vectors: V::half where the ISA has one
+// (AVX-512 float32: its 256-bit registers), else V itself.
+template <typename V, typename = void>
+struct HalfOf {
+    using type = V;
+};
+template <typename V>
+struct HalfOf<V, std::void_t<typename V::half>> {
+    using type = typename V::half;
+};
+
 template <typename T, typename F>
 inline void each_item(const StackRun& s, const T* a, const T* b, T* c, F product) {
     for (int64_t i = 0; i < s.count; ++i, a += s.sa, b += s.sb, c += s.sc) product(a, b, c);
@@ -197,6 +209,8 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
                 break;  // not reached: both branches return
             case 8:
                 if constexpr (8 % W == 0) FASTGEMM_EACH((square_fixed<V, 8, PV>), 8);
+                else if constexpr (8 % HalfOf<V>::type::W == 0)
+                    FASTGEMM_EACH((square_fixed<typename HalfOf<V>::type, 8, PV>), 8);
                 break;
             case 16:
                 if constexpr (16 % W == 0) FASTGEMM_EACH((square_fixed<V, 16, PV>), 16);
