@@ -351,7 +351,9 @@ bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t e
     // an 8-byte product twice (its vectors hold half the elements; docs/DESIGN.md, "Small products").
     const Tuning& t = ks.tuning;
     const double b_bytes = double(n) * double(k) * double(elem_bytes);
-    const bool narrow = n * elem_bytes <= t.small_narrow_bytes;
+    // Narrow C at any work with B of at most 3/4 of L2: a B filling L2 (8192 x 64 x 8192 float32,
+    // 2 MiB) lost 0.73x to the packed path; 1.5 MiB still won 1.10x.
+    const bool narrow = n * elem_bytes <= t.small_narrow_bytes && 4.0 * b_bytes <= 3.0 * double(caches().l2.size);
     // B counted in float32-sized elements: a float64 B of twice the bytes still won (128^3).
     const bool b_near = t.small_max_b_l1s == 0 ||
                         4.0 * double(n) * double(k) <= double(t.small_max_b_l1s) * double(caches().l1d.size) ||
