@@ -217,23 +217,20 @@ int dots_side(View<const T> a, View<const T> b, View<T> c) {
 
 template <typename T>
 bool try_dots(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
-    const int64_t m = c.rows, n = c.cols, k = a.cols;
     const int side = dots_side(a, b, c);
-    if (side == 1) {
-        const T* s = a.cs == 1 ? a.data
-                               : copy_along_k(uk, m, k, a.data, a.rs, a.cs,
-                                              static_cast<T*>(thread_scratch(size_t(m * k) * sizeof(T))));
-        run_dots(uk, m, n, k, alpha, s, a.cs == 1 ? a.rs : k, b.data, b.cs, beta, c.data, c.rs, c.cs);
-        return true;
-    }
-    if (side == 2) {
-        const T* s = b.rs == 1 ? b.data
-                               : copy_along_k(uk, n, k, b.data, b.cs, b.rs,
-                                              static_cast<T*>(thread_scratch(size_t(n * k) * sizeof(T))));
-        run_dots(uk, n, m, k, alpha, s, b.rs == 1 ? b.cs : k, a.data, a.rs, beta, c.data, c.cs, c.rs);
-        return true;
-    }
-    return false;
+    if (side == 0) return false;
+    // The short side's operand S: A's rows (few rows), or B's columns as rows (few columns);
+    // the long side's L the other, its rows along k. C as short x long: C itself or C^T.
+    const bool rows = side == 1;
+    const View<const T> bt{b.data, b.cols, b.rows, b.cs, b.rs};  // B^T: B's columns as rows
+    const View<const T> sv = rows ? a : bt, lv = rows ? bt : a;
+    const int64_t k = a.cols;
+    const T* s = sv.cs == 1 ? sv.data
+                            : copy_along_k(uk, sv.rows, k, sv.data, sv.rs, sv.cs,
+                                           static_cast<T*>(thread_scratch(size_t(sv.rows * k) * sizeof(T))));
+    run_dots(uk, sv.rows, lv.rows, k, alpha, s, sv.cs == 1 ? sv.rs : k, lv.data, lv.rs, beta, c.data,
+             rows ? c.rs : c.cs, rows ? c.cs : c.rs);
+    return true;
 }
 
 // A narrow C with A stored by columns (x.T @ w with few columns of w): C^T = B^T A^T is a
