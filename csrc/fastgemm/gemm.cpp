@@ -108,6 +108,21 @@ bool rows_crowd_l1(int64_t rs_bytes, int64_t k) {
 // enough row groups to reread them (with 8-16 rows a copy apart cost more than it saved).
 bool b_rows_crowd(int64_t c_rows, int64_t rs_bytes, int64_t k) { return c_rows >= 64 && rows_crowd_l1(rs_bytes, k); }
 
+// dst (rows x cols, rows ld apart) = src, element (i, j) at i * rs + j * cs: whole rows when
+// they are contiguous, copy_columns' register transposes when the columns are, else 8 columns
+// at a time (few of src's lines live).
+template <typename T>
+void copy_to_rows(const KernelTable<T>& uk, int64_t rows, int64_t cols, const T* src, int64_t rs, int64_t cs, T* dst,
+                  int64_t ld) {
+    if (cs == 1)
+        for (int64_t i = 0; i < rows; ++i) std::memcpy(dst + i * ld, src + i * rs, size_t(cols) * sizeof(T));
+    else if (rs == 1) uk.copy_columns(rows, cols, src, cs, dst, ld);
+    else
+        for (int64_t j0 = 0; j0 < cols; j0 += 8)
+            for (int64_t i = 0; i < rows; ++i)
+                for (int64_t j = j0; j < std::min(cols, j0 + 8); ++j) dst[i * ld + j] = src[i * rs + j * cs];
+}
+
 // B ready for the small kernels: read in place when its rows are contiguous and spread over L1;
 // else copied row-major into the thread's scratch, which costs less than packing both operands
 // for the blocked path (5 x 1000 x 5 with B by columns ran at half NumPy's speed), its rows an
@@ -126,14 +141,7 @@ bool small_b_ready(const KernelTable<T>& uk, SmallProduct<T>& sp) {
     const int64_t lines = (n + line - 1) / line;
     const int64_t ld = rows_crowd_l1(n * int64_t(sizeof(T)), k) ? (lines | 1) * line : n;
     T* copy = static_cast<T*>(thread_scratch(size_t(k * ld) * sizeof(T)));
-    if (sp.b.cs == 1)
-        for (int64_t p = 0; p < k; ++p) std::memcpy(copy + p * ld, sp.b.data + p * sp.b.rs, size_t(n) * sizeof(T));
-    else if (sp.b.rs == 1) uk.copy_columns(k, n, sp.b.data, sp.b.cs, copy, ld);
-    else  // any strides: 8 columns at a time, few of B's lines live (see copy_columns)
-        for (int64_t j0 = 0; j0 < n; j0 += 8)
-            for (int64_t p = 0; p < k; ++p)
-                for (int64_t j = j0; j < std::min(n, j0 + 8); ++j)
-                    copy[p * ld + j] = sp.b.data[p * sp.b.rs + j * sp.b.cs];
+    copy_to_rows(uk, k, n, sp.b.data, sp.b.rs, sp.b.cs, copy, ld);
     sp.b = {copy, k, n, ld, 1};
     return true;
 }
@@ -183,18 +191,6 @@ void run_small_chunks(const KernelTable<T>& uk, int threads, T alpha, const Smal
 constexpr int64_t kDotsMaxSide = 4;
 constexpr int64_t kDotsMinK = 128;
 
-// rows x k elements of src, element (i, p) at i * rs + p * cs, into dst with rows k apart.
-template <typename T>
-const T* copy_along_k(const KernelTable<T>& uk, int64_t rows, int64_t k, const T* src, int64_t rs, int64_t cs, T* dst) {
-    if (rs == 1) {
-        uk.copy_columns(rows, k, src, cs, dst, k);
-    } else {
-        for (int64_t i = 0; i < rows; ++i)
-            for (int64_t p = 0; p < k; ++p) dst[i * k + p] = src[i * rs + p * cs];
-    }
-    return dst;
-}
-
 // C (short x long) = alpha * S L^T + beta * C, S's rows (lds apart) and L's rows (ldl apart)
 // contiguous along k; C's long side split over threads (each output computed the same way on
 // any split).
@@ -225,9 +221,12 @@ bool try_dots(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> 
     const View<const T> bt{b.data, b.cols, b.rows, b.cs, b.rs};  // B^T: B's columns as rows
     const View<const T> sv = rows ? a : bt, lv = rows ? bt : a;
     const int64_t k = a.cols;
-    const T* s = sv.cs == 1 ? sv.data
-                            : copy_along_k(uk, sv.rows, k, sv.data, sv.rs, sv.cs,
-                                           static_cast<T*>(thread_scratch(size_t(sv.rows * k) * sizeof(T))));
+    const T* s = sv.data;
+    if (sv.cs != 1) {
+        T* copy = static_cast<T*>(thread_scratch(size_t(sv.rows * k) * sizeof(T)));
+        copy_to_rows(uk, sv.rows, k, sv.data, sv.rs, sv.cs, copy, k);
+        s = copy;
+    }
     run_dots(uk, sv.rows, lv.rows, k, alpha, s, sv.cs == 1 ? sv.rs : k, lv.data, lv.rs, beta, c.data,
              rows ? c.rs : c.cs, rows ? c.cs : c.rs);
     return true;
