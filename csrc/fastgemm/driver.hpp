@@ -115,9 +115,18 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
 
     // B slivers a row of tiles sweeps together: a quarter of L2, beside A's block.
     const int64_t group_bytes = int64_t(caches().l2.size) / 4;
-    const int64_t b_bytes = P::prepacked ? 0 : round_up(nc_max / NR * p.b_sliver(kc_max), 64);
+    // Rows of one block and each thread its own slivers (threads split N): each thread packs a
+    // group of its slivers into its own buffer right before the tiles that read them, so the
+    // packed B stays in L2 (a panel packed whole went through L3 and back: with 20 rows of C,
+    // float64, packing took 43% of the time) and no thread waits for another. See
+    // docs/DESIGN.md, "B packed as the tiles use it".
+    const bool b_by_group = !P::prepacked && grid.tm == 1 && m <= bs.mc && p.in_place(nc_max) == 0;
+    const int64_t b_bytes = P::prepacked ? 0
+                            : b_by_group ? round_up(std::max(group_bytes, p.b_sliver(kc_max)), 64)
+                                         : round_up(nc_max / NR * p.b_sliver(kc_max), 64);
+    const int64_t b_buffers = b_by_group ? threads : 1;
     const int64_t a_bytes = round_up(ceil_div(mc_max, MR) * p.a_sliver(kc_max), 64);
-    char* scratch = static_cast<char*>(thread_scratch(size_t(b_bytes + a_bytes * threads)));
+    char* scratch = static_cast<char*>(thread_scratch(size_t(b_bytes * b_buffers + a_bytes * threads)));
 
     // A team splitting M takes its work piece by piece as its threads come free instead of in
     // equal shares: the packing of wide B panels in pieces of 8 slivers, and each panel's tiles as
@@ -142,7 +151,7 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
     // One thread's share of the five loops; `team` threads run it together.
     auto work = [&](int tid, int team) {
         // The pool may give fewer threads than asked: re-derive the grid from the team.
-        const Grid g = team == threads ? grid : grid_for(team);
+        const Grid g = b_by_group ? Grid{1, team} : team == threads ? grid : grid_for(team);
         const bool pieces = next_item && team > 1 && g.tn == 1;
         const int gm = tid / g.tn, gn = tid % g.tn;
         // This thread's rows: an equal share of MR slivers, cut into equal blocks of at most
@@ -150,7 +159,7 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
         const int64_t r0 = std::min(m, m_slivers * gm / g.tm * MR);
         const int64_t r1 = std::min(m, m_slivers * (gm + 1) / g.tm * MR);
         const int64_t mc_t = r1 > r0 ? round_up(ceil_div(r1 - r0, ceil_div(r1 - r0, mc_max)), MR) : MR;
-        char* ap = scratch + b_bytes + a_bytes * tid;
+        char* ap = scratch + b_bytes * b_buffers + a_bytes * tid;
 
         for (int64_t jc = 0; jc < n; jc += nc_max) {
             const int64_t nc = std::min(nc_max, n - jc);
@@ -167,7 +176,7 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
                 const char* bp = scratch;
                 if constexpr (P::prepacked) {
                     bp = p.store.panel_bytes(pc, jc);
-                } else {
+                } else if (!b_by_group) {
                     if (pieces && packed >= 4 * kPackPiece * team)
                         for (int64_t s0;
                              (s0 = next_pack[panel].fetch_add(kPackPiece, std::memory_order_relaxed)) < packed;)
@@ -186,22 +195,36 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
                         p.pack_a(ic + r, h, pc, kc, ap + t * a_sl);
                     }
                 };
-                // The tiles of rows [ic, ic + mc) and slivers [s0, s1) from A's block packed at ap:
-                // slivers in groups whose B stays in L2, each group a row of tiles at a time, so
-                // C is written along its rows (a tile's rows per sliver across the block made a
-                // k = 3 product write C at half the speed); see docs/DESIGN.md, "Tile order".
-                auto sweep = [&](int64_t ic, int64_t mc, int64_t s0, int64_t s1) {
-                    const int64_t tiles = ceil_div(mc, MR), group = std::max<int64_t>(1, group_bytes / b_sl);
+                // The tiles of rows [ic, ic + mc) and slivers [s0, s1) from A's block packed at ap
+                // and B's slivers from `first` on at bsl: slivers in groups whose B stays in L2, each
+                // group a row of tiles at a time, so C is written along its rows (a tile's rows per
+                // sliver across the block made a k = 3 product write C at half the speed); see
+                // docs/DESIGN.md, "Tile order".
+                const int64_t group = std::max<int64_t>(1, group_bytes / b_sl);
+                auto sweep = [&](int64_t ic, int64_t mc, int64_t s0, int64_t s1, const char* bsl, int64_t first) {
+                    const int64_t tiles = ceil_div(mc, MR);
                     for (int64_t g0 = s0; g0 < s1; g0 += group)
                         for (int64_t t = 0; t < tiles; ++t) {
                             const auto [r, h] = tile_rows(mc, tiles, t);
                             for (int64_t s = g0; s < std::min(s1, g0 + group); ++s) {
                                 const int64_t jr = s * NR;
                                 const int nr = int(std::min<int64_t>(NR, nc - jr));
-                                p.tile(ap + t * a_sl, bp + s * b_sl, s < in_place, ic + r, jc + jr, h, nr, pc, kc);
+                                p.tile(ap + t * a_sl, bsl + (s - first) * b_sl, s < in_place, ic + r, jc + jr, h, nr,
+                                       pc, kc);
                             }
                         }
                 };
+                if (b_by_group) {
+                    if (s_lo == s_hi) continue;
+                    char* bg = scratch + b_bytes * tid;
+                    pack_block(r0, r1 - r0);
+                    for (int64_t g0 = s_lo; g0 < s_hi; g0 += group) {
+                        const int64_t g1 = std::min(s_hi, g0 + group);
+                        p.pack_b(jc + g0 * NR, std::min(nc - g0 * NR, (g1 - g0) * NR), pc, kc, bg, 0, g1 - g0);
+                        sweep(r0, r1 - r0, g0, g1, bg, g0);
+                    }
+                    continue;
+                }
                 if (pieces) {
                     const int64_t parts = std::clamp(ceil_div(kItemsPerThread * team, blocks), int64_t(1),
                                                      std::max<int64_t>(1, slivers / kMinPartSlivers));
@@ -210,13 +233,13 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
                         const int64_t blk = u / parts, part = u % parts, ic = blk * block_rows;
                         const int64_t mc = std::min(block_rows, m - ic);
                         if (blk != packed_block) pack_block(ic, mc), packed_block = blk;
-                        sweep(ic, mc, slivers * part / parts, slivers * (part + 1) / parts);
+                        sweep(ic, mc, slivers * part / parts, slivers * (part + 1) / parts, bp, 0);
                     }
                 } else {
                     for (int64_t ic = r0; ic < r1; ic += mc_t) {
                         const int64_t mc = std::min(mc_t, r1 - ic);
                         pack_block(ic, mc);
-                        sweep(ic, mc, s_lo, s_hi);
+                        sweep(ic, mc, s_lo, s_hi, bp, 0);
                     }
                 }
                 // The B panel is repacked next round: everyone must be done reading it.

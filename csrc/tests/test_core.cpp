@@ -237,6 +237,12 @@ void run_kernel(const fastgemm::KernelSet& ks, bool packed = false) {
         shapes.push_back({mc + d, 3, 4});
     }
     shapes.push_back({mc + 1, nr + 1, kc + 1});  // every loop has a partial block
+    // One block of rows against a B past L2 (not a small product): B packed a group of slivers
+    // at a time (driver.hpp, b_by_group), two groups and a partial sliver, three k slices.
+    const int64_t group = std::max<int64_t>(1, fastgemm::caches().l2.size / 4 / (kc * nr * int64_t(sizeof(T))));
+    const int64_t wide = 2 * group * nr + 5;
+    shapes.push_back(
+        {mr + 3, wide, std::max(2 * kc + 1, fastgemm::caches().l2.size / (wide * int64_t(sizeof(T))) + 1)});
     // Past L2 for the small kernels: few rows streamed (2 to 6 rows), two chunks of partial sums
     // for 3 rows. Only on sets that stream them: elsewhere the blocked path, covered above, would
     // take these (slow under qemu).
