@@ -78,9 +78,13 @@ void small_epilogue(const KernelTable<T>& uk, const SmallProduct<T>& sp, View<T>
 // The small kernels read A's rows four at a time along k. An A stored by columns gives each group
 // of four rows one line per k step, which the next groups reuse from L1 while those k lines fit
 // there, and from L2 while all of A does: past both every group reads A from memory (16 x 4096 x
-// 16 float64 ran at half NumPy's speed); the packed path reads such an A once.
-bool small_reads_a(int64_t m, int64_t k, int64_t csa, int64_t elem_bytes) {
-    return csa == 1 || k * 64 <= int64_t(caches().l1d.size) / 2 ||
+// 16 float64 ran at half NumPy's speed); the packed path reads such an A once. Past
+// tuning.small_columns_max_m rows (C wider than a narrow one) the blocked path's tile wins even
+// then; see docs/DESIGN.md, "Operands stored by columns".
+bool small_reads_a(const Tuning& t, int64_t m, int64_t n, int64_t k, int64_t csa, int64_t elem_bytes) {
+    if (csa == 1) return true;
+    if (t.small_columns_max_m > 0 && m > t.small_columns_max_m && n * elem_bytes > t.small_narrow_bytes) return false;
+    return k * 64 <= int64_t(caches().l1d.size) / 2 ||
            double(m) * double(k) * double(elem_bytes) <= double(caches().l2.size) / 4;
 }
 
@@ -89,7 +93,7 @@ bool small_reads_a(int64_t m, int64_t k, int64_t csa, int64_t elem_bytes) {
 template <typename T>
 bool small_shaped(const KernelSet& ks, const SmallProduct<T>& sp) {
     return sp.c.cs == 1 && small_shape(ks, sp.c.rows, sp.c.cols, sp.a.cols, sizeof(T)) &&
-           small_reads_a(sp.a.rows, sp.a.cols, sp.a.cs, sizeof(T));
+           small_reads_a(ks.tuning, sp.a.rows, sp.c.cols, sp.a.cols, sp.a.cs, sizeof(T));
 }
 
 // Whether k rows of B `rs_bytes` apart crowd into few L1 sets: the small kernels read a 64-byte

@@ -115,6 +115,8 @@ struct Tuning {
     int64_t small_narrow_bytes;   // C's rows up to this many bytes take the small kernel whatever the work (B in L2)
     int64_t a_in_place_slivers;   // up to this many B slivers an A stored by columns is read in place (0: never)
     int64_t small_max_b_l1s;      // small_max_work's products only with B within this many L1s (0: L2 bounds B)
+    int64_t small_columns_max_m;  // an A stored by columns: the small kernel only up to this many rows of C wider than
+                                  // small_narrow_bytes (0: any)
 };
 
 // Low-precision inputs (S = bfloat16_t or float16_t) on the float32 kernels: packers that
