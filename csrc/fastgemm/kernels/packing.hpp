@@ -205,7 +205,8 @@ void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t
 // A rows x cols matrix stored by columns (cs apart, each contiguous) copied row-major into dst
 // (rows ld apart): W x W blocks through register transposes where V has them, else W columns
 // at a time, so only W of its lines are live whatever cs (64 columns at a time, 1 KiB apart,
-// fell into 4 of L1's sets and missed on every element); the last cols % W columns one by one.
+// fell into 4 of L1's sets and missed on every element); the last cols % W columns likewise,
+// the missing ones zero and the stores masked.
 template <typename V>
 void copy_columns(int64_t rows, int64_t cols, const typename V::T* src, int64_t cs, typename V::T* dst, int64_t ld) {
     constexpr int W = V::W;
@@ -225,8 +226,24 @@ void copy_columns(int64_t rows, int64_t cols, const typename V::T* src, int64_t 
 #pragma GCC unroll 16
             for (int q = 0; q < W; ++q) dst[i * ld + j + q] = src[(j + q) * cs + i];
     }
-    for (; j < cols; ++j)
-        for (int64_t i = 0; i < rows; ++i) dst[i * ld + j] = src[j * cs + i];
+    if (j == cols) return;
+    // One column at a time wrote a strided element per row: copying 20 columns of 1000 took
+    // longer than the 20 x 20 x 1000 product it fed.
+    const int rem = int(cols - j);
+    int64_t i = 0;
+    if constexpr (has_transpose<V>) {
+        const typename V::mask mk = V::lanes(rem);
+        for (; i + W <= rows; i += W) {
+            typename V::reg r[W];
+#pragma GCC unroll 16
+            for (int q = 0; q < W; ++q) r[q] = q < rem ? V::loadu(src + (j + q) * cs + i) : V::zero();
+            V::transpose(r);
+#pragma GCC unroll 16
+            for (int q = 0; q < W; ++q) V::mask_storeu(dst + (i + q) * ld + j, mk, r[q]);
+        }
+    }
+    for (; i < rows; ++i)
+        for (int q = 0; q < rem; ++q) dst[i * ld + j + q] = src[(j + q) * cs + i];
 }
 
 // Packers for 2-byte inputs (bfloat16, float16) into float32 slivers: the same slivers as
