@@ -19,9 +19,11 @@ from gemm_check import GEMM, assert_matches, random_matrix, reference
 # larger than M and N (never split, so it must not change the bits). 1023 and 900 rows are
 # two or more row blocks a thread, which threads take as they come free; 1600 columns also
 # pack B in pieces taken that way; 20 rows against a wide B (one block of rows, B packed a group
-# of slivers at a time by each thread for its own columns, three k slices).
+# of slivers at a time by each thread for its own columns, three k slices); a small product with
+# a C past half of L2, taken 16 rows at a time (1037 rows: a partial block).
 THREADED_SHAPES = [
     (20, 2600, 1100),
+    (1037, 700, 5),
     (300, 280, 250),
     (900, 1600, 300),
     (5, 4099, 513),

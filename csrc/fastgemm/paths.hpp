@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "caches.hpp"
 #include "epilogue.hpp"
 #include "kernel.hpp"
 #include "scratch.hpp"
@@ -82,24 +83,39 @@ extern template bool small_product<double>(const KernelSet&, View<const double>,
 // machine then costs the others only a piece, not its whole share.
 constexpr int kSmallPiecesPerThread = 4;
 
+// The small kernels sweep C one column panel at a time down all the rows they are given. A C
+// past half of L2 and wider than 256 bytes (a panel of four 512-bit vectors) goes to them
+// kSmallBlockRows rows at a time instead, so C is written along its rows (3000 x 3000 x 3
+// float32 2.2x, 1000 x 1000 x 20 1.5x; a C within L2 lost 3%); see docs/DESIGN.md, "Small
+// products".
+constexpr int64_t kSmallBlockRows = 16;
+
+template <typename T>
+int64_t small_block_rows(const SmallProduct<T>& sp) {
+    const int64_t row_bytes = sp.c.cols * int64_t(sizeof(T));
+    const bool blocks = row_bytes > 256 && 2.0 * double(sp.c.rows) * double(row_bytes) > double(caches().l2.size);
+    return blocks ? kSmallBlockRows : sp.c.rows;
+}
+
 // An oriented small product on `threads` threads: on one, small_stack with a run of one (its
-// fixed-shape kernels); on more, whole 4-row groups per thread. Every C element is computed the
-// same way on any split, so the result does not depend on the thread count.
+// fixed-shape kernels); on more, whole 4-row groups per thread; blocks of rows when
+// small_block_rows says so. Every C element is computed the same way on any split, so the
+// result does not depend on the thread count.
 template <typename T>
 void run_small(const KernelTable<T>& uk, int threads, T alpha, const SmallProduct<T>& sp, T beta) {
-    const int64_t k = sp.a.cols;
+    const int64_t k = sp.a.cols, block = small_block_rows(sp);
+    auto rows = [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; i += block)
+            uk.small(std::min(block, hi - i), sp.c.cols, k, alpha, sp.a.data + i * sp.a.rs, sp.a.rs, sp.a.cs, sp.b.data,
+                     sp.b.rs, beta, sp.c.data + i * sp.c.rs, sp.c.rs);
+    };
+    if (threads == 1 && block < sp.c.rows) return rows(0, sp.c.rows);
     if (threads == 1) {
         uk.small_stack(StackRun{1, 0, 0, 0}, sp.c.rows, sp.c.cols, k, alpha, sp.a.data, sp.a.rs, sp.a.cs, sp.b.data,
                        sp.b.rs, beta, sp.c.data, sp.c.rs);
         return;
     }
-    parallel_ranges(
-        threads, sp.c.rows, 4,
-        [&](int, int64_t lo, int64_t hi) {
-            uk.small(hi - lo, sp.c.cols, k, alpha, sp.a.data + lo * sp.a.rs, sp.a.rs, sp.a.cs, sp.b.data, sp.b.rs, beta,
-                     sp.c.data + lo * sp.c.rs, sp.c.rs);
-        },
-        kSmallPiecesPerThread);
+    parallel_ranges(threads, sp.c.rows, 4, [&](int, int64_t lo, int64_t hi) { rows(lo, hi); }, kSmallPiecesPerThread);
 }
 
 // try_gemv's `finish` for an epilogue: on outputs [lo, hi) (stride incy) right after the
