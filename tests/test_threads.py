@@ -20,10 +20,12 @@ from gemm_check import GEMM, assert_matches, random_matrix, reference
 # two or more row blocks a thread, which threads take as they come free; 1600 columns also
 # pack B in pieces taken that way; 20 rows against a wide B (one block of rows, B packed a group
 # of slivers at a time by each thread for its own columns, three k slices); a small product with
-# a C past half of L2, taken 16 rows at a time (1037 rows: a partial block).
+# a C past half of L2, taken 16 rows at a time (1037 rows: a partial block); 128^3, whose B rows
+# 512 bytes apart crowd L1: B copied, each thread copying the columns it computes.
 THREADED_SHAPES = [
     (20, 2600, 1100),
     (1037, 700, 5),
+    (128, 128, 128),
     (300, 280, 250),
     (900, 1600, 300),
     (5, 4099, 513),

@@ -127,27 +127,56 @@ void copy_to_rows(const KernelTable<T>& uk, int64_t rows, int64_t cols, const T*
                 for (int64_t j = j0; j < std::min(cols, j0 + 8); ++j) dst[i * ld + j] = src[i * rs + j * cs];
 }
 
-// B ready for the small kernels: read in place when its rows are contiguous and spread over L1;
-// else copied row-major into the thread's scratch, which costs less than packing both operands
-// for the blocked path (5 x 1000 x 5 with B by columns ran at half NumPy's speed), its rows an
-// odd number of lines apart when they would crowd L1 and enough row groups reread them (the
-// copy lost at 8-16 rows: 0.77-0.89x in place). False, nothing copied, when the blocked path is
-// the better one.
+// How the small kernels get B: read in place when its rows are contiguous and spread over L1;
+// else copied row-major, which costs less than packing both operands for the blocked path (5 x
+// 1000 x 5 with B by columns ran at half NumPy's speed), its rows an odd number of lines apart
+// when they would crowd L1 and enough row groups reread them (the copy lost at 8-16 rows:
+// 0.77-0.89x in place); or not at all, when the blocked path is the better one.
+enum class SmallB { in_place, copied, none };
+
 template <typename T>
-bool small_b_ready(const KernelTable<T>& uk, SmallProduct<T>& sp) {
+SmallB small_b_plan(const SmallProduct<T>& sp) {
     const int64_t k = sp.b.rows, n = sp.b.cols;
-    if (sp.b.cs == 1 && !b_rows_crowd(sp.c.rows, sp.b.rs * int64_t(sizeof(T)), k)) return true;
+    if (sp.b.cs == 1 && !b_rows_crowd(sp.c.rows, sp.b.rs * int64_t(sizeof(T)), k)) return SmallB::in_place;
     // A B past a quarter of L2 is read by the small kernels from L2 once per four rows: unless
     // there are only one or two such groups, the blocked path's tile reuses it more (16 x 4096 x
     // 16 float32: 0.55x NumPy copied, 0.66x packed).
-    if (sp.c.rows > 8 && double(n) * double(k) * double(sizeof(T)) > double(caches().l2.size) / 4) return sp.b.cs == 1;
+    if (sp.c.rows > 8 && double(n) * double(k) * double(sizeof(T)) > double(caches().l2.size) / 4)
+        return sp.b.cs == 1 ? SmallB::in_place : SmallB::none;
+    return SmallB::copied;
+}
+
+// Columns [lo, hi) of sp's B copied row-major into the calling thread's scratch (rows an odd
+// number of lines apart where they would crowd L1): the view of them the small kernels read.
+template <typename T>
+View<const T> copy_b_columns(const KernelTable<T>& uk, const SmallProduct<T>& sp, int64_t lo, int64_t hi) {
+    const int64_t k = sp.b.rows, n = hi - lo;
     constexpr int64_t line = 64 / int64_t(sizeof(T));
     const int64_t lines = (n + line - 1) / line;
     const int64_t ld = rows_crowd_l1(n * int64_t(sizeof(T)), k) ? (lines | 1) * line : n;
     T* copy = static_cast<T*>(thread_scratch(size_t(k * ld) * sizeof(T)));
-    copy_to_rows(uk, k, n, sp.b.data, sp.b.rs, sp.b.cs, copy, ld);
-    sp.b = {copy, k, n, ld, 1};
-    return true;
+    copy_to_rows(uk, k, n, sp.b.data + lo * sp.b.cs, sp.b.rs, sp.b.cs, copy, ld);
+    return {copy, k, n, ld, 1};
+}
+
+// A small product whose B is copied, with up to kCopiedColumnsMaxM rows, on several threads:
+// each thread copies the columns it computes and runs all rows on them, instead of one thread
+// copying all of B before the team starts (128^3 float32 with rows 512 bytes apart ran no faster
+// on 2 threads than on 1). With more rows the copy is a small part and splitting the rows won
+// (512 x 512 x 32 float32: columns 0.58x); see docs/DESIGN.md, "Small products". Columns are
+// handed out in whole lines; each element is computed as on one thread.
+constexpr int64_t kCopiedColumnsMaxM = 128;
+
+template <typename T>
+void run_small_copied(const KernelTable<T>& uk, int threads, T alpha, const SmallProduct<T>& sp, T beta) {
+    parallel_ranges(
+        threads, sp.c.cols, 64 / int64_t(sizeof(T)),
+        [&](int, int64_t lo, int64_t hi) {
+            const View<const T> b = copy_b_columns(uk, sp, lo, hi);
+            uk.small(sp.c.rows, hi - lo, b.rows, alpha, sp.a.data, sp.a.rs, sp.a.cs, b.data, b.rs, beta, sp.c.data + lo,
+                     sp.c.rs);
+        },
+        kSmallPiecesPerThread);
 }
 
 // A small product whose B, read in place, crowds L1 (b_rows_crowd would not copy it: too few
@@ -177,8 +206,12 @@ void run_small_chunks(const KernelTable<T>& uk, int threads, T alpha, const Smal
             T* buf = reinterpret_cast<T*>(chunks + tid * kFewRowsChunkBytes);
             for (int64_t j0 = lo; j0 < hi; j0 += width) {
                 const int64_t w = std::min(width, hi - j0);
-                for (int64_t p = 0; p < k; ++p)
-                    std::memcpy(buf + p * ld, sp.b.data + p * sp.b.rs + j0, size_t(w) * sizeof(T));
+                // A loop, not memcpy: a call per row of one or two lines cost 17% of 128^3 float32.
+                for (int64_t p = 0; p < k; ++p) {
+                    const T* src = sp.b.data + p * sp.b.rs + j0;
+                    T* dst = buf + p * ld;
+                    for (int64_t q = 0; q < w; ++q) dst[q] = src[q];
+                }
                 uk.small(m, w, k, alpha, sp.a.data, sp.a.rs, sp.a.cs, buf, ld, beta, sp.c.data + j0, sp.c.rs);
             }
         },
@@ -285,9 +318,15 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
         return;
     }
     SmallProduct<T> sp = orient(a, b, c);
-    if (small_shaped(ks, sp) && small_b_ready(main, sp)) {
+    const SmallB plan = small_shaped(ks, sp) ? small_b_plan(sp) : SmallB::none;
+    if (plan != SmallB::none) {
+        const int threads = threads_for(m, n, k, kSmallMinWorkPerThread);
+        if (plan == SmallB::copied && threads > 1 && !ep.active() && sp.c.rows <= kCopiedColumnsMaxM) {
+            run_small_copied(main, threads, alpha, sp, beta);
+            return;
+        }
+        if (plan == SmallB::copied) sp.b = copy_b_columns(main, sp, 0, sp.c.cols);
         if (!ep.active()) {
-            const int threads = threads_for(m, n, k, kSmallMinWorkPerThread);
             if (small_b_chunks(sp)) run_small_chunks(main, threads, alpha, sp, beta);
             else run_small(main, threads, alpha, sp, beta);
             return;
@@ -296,7 +335,7 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
         // threads take whole 4-row groups as in run_small.
         const int64_t block = std::max<int64_t>(4, 4096 / int64_t(sizeof(T)) / sp.c.cols / 4 * 4);
         parallel_ranges(
-            threads_for(m, n, k, kSmallMinWorkPerThread), sp.c.rows, 4,
+            threads, sp.c.rows, 4,
             [&](int, int64_t lo, int64_t hi) {
                 for (int64_t r0 = lo; r0 < hi; r0 += block) {
                     const int64_t r1 = std::min(hi, r0 + block);
