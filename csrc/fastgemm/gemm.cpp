@@ -235,18 +235,33 @@ void run_dots(const KernelTable<T>& uk, int64_t shorter, int64_t longer, int64_t
     });
 }
 
-// Whether try_dots takes the product: 1 for few rows, 2 for few columns, 0 not.
+// Whether try_dots takes the product: 1 for few rows, 2 for few columns, 0 not. Past
+// kDotsMaxSide, float32 products with A's rows and B's columns both along k (x @ W.T, nothing
+// to copy) up to tuning.f32_dots_max_side rows or columns, k from kDotsWideMinK and at least 4
+// times the long side, the long operand within half of L2 (it is reread per 3 rows); see
+// docs/DESIGN.md, "Dot products".
+constexpr int64_t kDotsWideMinK = 512;
+
 template <typename T>
-int dots_side(View<const T> a, View<const T> b, View<T> c) {
-    if (a.cols < kDotsMinK) return 0;
+int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
+    const int64_t k = a.cols;
+    if (k < kDotsMinK) return 0;
     if (c.rows <= kDotsMaxSide && b.rs == 1) return 1;
     if (c.cols <= kDotsMaxSide && a.cs == 1) return 2;
+    if (sizeof(T) != 4 || a.cs != 1 || b.rs != 1 || k < kDotsWideMinK) return 0;
+    auto fits = [&](int64_t shorter, int64_t longer) {
+        return shorter <= t.f32_dots_max_side && k >= 4 * longer &&
+               2.0 * double(longer) * double(k) * double(sizeof(T)) <= double(caches().l2.size);
+    };
+    if (fits(c.rows, c.cols)) return 1;
+    if (fits(c.cols, c.rows)) return 2;
     return 0;
 }
 
 template <typename T>
-bool try_dots(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
-    const int side = dots_side(a, b, c);
+bool try_dots(const KernelSet& ks, const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta,
+              View<T> c) {
+    const int side = dots_side(ks.tuning, a, b, c);
     if (side == 0) return false;
     // The short side's operand S: A's rows (few rows), or B's columns as rows (few columns);
     // the long side's L the other, its rows along k. C as short x long: C itself or C^T.
@@ -309,7 +324,7 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     const KernelTable<T>& main = main_table<T>(ks);
     auto finish = [&](int64_t lo, int64_t hi, T* y, int64_t incy) { gemv_epilogue(main, m, ep, lo, hi, y, incy); };
     if ((m == 1 || n == 1) && try_gemv(main, alpha, a, b, beta, c, finish)) return;
-    if (try_dots(main, alpha, a, b, beta, c) || try_few_columns(ks, main, alpha, a, b, beta, c)) {
+    if (try_dots(ks, main, alpha, a, b, beta, c) || try_few_columns(ks, main, alpha, a, b, beta, c)) {
         if (ep.active()) apply_epilogue(main, c, ep);
         return;
     }
@@ -402,7 +417,7 @@ template <typename T>
 bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, SmallProduct<T>& out) {
     // A product compute() gives the dot-product or few-column paths is not a small one in a stack
     // either: an item equals the same product alone.
-    if (dots_side(a, b, c) != 0 || few_columns_fit(ks, a, c)) return false;
+    if (dots_side(ks.tuning, a, b, c) != 0 || few_columns_fit(ks, a, c)) return false;
     out = orient(a, b, c);
     return out.b.cs == 1 && small_shaped(ks, out) &&
            !b_rows_crowd(out.c.rows, out.b.rs * int64_t(sizeof(T)), out.b.rows);

@@ -117,6 +117,7 @@ struct Tuning {
     int64_t small_max_b_l1s;      // small_max_work's products only with B within this many L1s (0: L2 bounds B)
     int64_t small_columns_max_m;  // an A stored by columns: the small kernel only up to this many rows of C wider than
                                   // small_narrow_bytes (0: any)
+    int64_t f32_dots_max_side;  // float32 x @ W.T: dot products up to this many rows or columns of C past 4 (k >= 512)
 };
 
 // Low-precision inputs (S = bfloat16_t or float16_t) on the float32 kernels: packers that

@@ -59,7 +59,7 @@ struct Avx512I8 : Avx512I32 {
 // in place ran 0.35-0.6x the packed path (so no skinny tiles either); see docs/DESIGN.md,
 // "Measured decisions".
 constexpr KernelSet avx512_kernels{
-    "avx512", "AVX-512 F/BW/VL/DQ", &runs_avx512, Tuning{0, 0, int64_t(512) * 512 * 512, 16, 6, 0, 256, 4, 2, 192},
+    "avx512", "AVX-512 F/BW/VL/DQ", &runs_avx512, Tuning{0, 0, int64_t(512) * 512 * 512, 16, 6, 0, 256, 4, 2, 192, 24},
     kernels::kernel_table<Avx512F32, 14, 2>(), kernels::kernel_table<Avx512F64, 6, 4>(),
     kernels::kernel_table<Avx512F32, 14, 2>(), kernels::kernel_table<Avx512F64, 6, 4>(),
     kernels::lowp_kernels<Avx512F32, Avx512Bf16, Avx512F16, Avx512Narrow, 14, 2>(),
