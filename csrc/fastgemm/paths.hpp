@@ -83,17 +83,20 @@ extern template bool small_product<double>(const KernelSet&, View<const double>,
 // machine then costs the others only a piece, not its whole share.
 constexpr int kSmallPiecesPerThread = 4;
 
+// The widest column panel of the small kernels: four 512-bit vectors.
+constexpr int64_t kSmallPanelBytes = 256;
+
 // The small kernels sweep C one column panel at a time down all the rows they are given. A C
-// past half of L2 and wider than 256 bytes (a panel of four 512-bit vectors) goes to them
-// kSmallBlockRows rows at a time instead, so C is written along its rows (3000 x 3000 x 3
-// float32 2.2x, 1000 x 1000 x 20 1.5x; a C within L2 lost 3%); see docs/DESIGN.md, "Small
+// past half of L2 and wider than one panel goes to them kSmallBlockRows rows at a time instead, so C is written along
+// its rows (3000 x 3000 x 3 float32 2.2x, 1000 x 1000 x 20 1.5x; a C within L2 lost 3%); see docs/DESIGN.md, "Small
 // products".
 constexpr int64_t kSmallBlockRows = 16;
 
 template <typename T>
 int64_t small_block_rows(const SmallProduct<T>& sp) {
     const int64_t row_bytes = sp.c.cols * int64_t(sizeof(T));
-    const bool blocks = row_bytes > 256 && 2.0 * double(sp.c.rows) * double(row_bytes) > double(caches().l2.size);
+    const bool blocks =
+        row_bytes > kSmallPanelBytes && 2.0 * double(sp.c.rows) * double(row_bytes) > double(caches().l2.size);
     return blocks ? kSmallBlockRows : sp.c.rows;
 }
 
