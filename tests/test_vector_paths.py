@@ -236,6 +236,7 @@ FEW_SHAPES = [
     (100, 6, 64),
     (100, 5, 16),
     (100, 3, 15),
+    (30000, 3, 40),  # enough work for 2 threads: C written in pieces
 ]
 
 

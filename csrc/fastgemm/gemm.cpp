@@ -307,6 +307,9 @@ bool try_few_columns(const KernelSet& ks, const KernelTable<T>& uk, T alpha, Vie
                         t + i0 * m + lo, m, reinterpret_cast<T*>(chunk));
         },
         [&](int64_t lo, int64_t hi) {
+            // C^T's rows are C's columns: with beta 0 and C's rows contiguous, the register
+            // transposes of copy_columns write C.
+            if (beta == T(0) && c.cs == 1) return uk.copy_columns(hi - lo, n, t + lo, m, c.data + lo * c.rs, c.rs);
             for (int64_t i = lo; i < hi; ++i)
                 for (int64_t j = 0; j < n; ++j) {
                     T& cij = c.data[i * c.rs + j * c.cs];
