@@ -38,6 +38,8 @@ struct Avx512F32 {
     using half = Avx512YmmF32;  // see kernels/small.hpp, HalfOf
     using mask = __mmask16;
     static constexpr int W = 16;
+    // Few-row small products: B's rows 8 steps ahead (16 lost; docs/DESIGN.md, "Small products").
+    static constexpr int kSmallPrefetchB = 8;
     static reg zero() { return _mm512_setzero_ps(); }
     static reg set1(T x) { return _mm512_set1_ps(x); }
     static reg loadu(const T* p) { return _mm512_loadu_ps(p); }
@@ -105,6 +107,7 @@ struct Avx512F64 {
     using reg = __m512d;
     using mask = __mmask8;
     static constexpr int W = 8;
+    static constexpr int kSmallPrefetchB = 8;  // as Avx512F32's
     static reg zero() { return _mm512_setzero_pd(); }
     static reg set1(T x) { return _mm512_set1_pd(x); }
     static reg loadu(const T* p) { return _mm512_loadu_pd(p); }

@@ -15,14 +15,25 @@
 namespace fastgemm {
 namespace kernels {
 
+// How many k steps ahead the small kernels prefetch B's rows for a product of at most
+// kSmallPrefetchMaxM rows, one row group (each B line read once, rows a whole B row apart: too
+// far for the hardware's stride prefetcher; with a second group, 5-6 rows lost 2-14%):
+// V::kSmallPrefetchB where the ISA file measured one, else 0 (none). See docs/DESIGN.md, "Small
+// products".
+template <typename V, typename = void>
+constexpr int small_prefetch_b = 0;
+template <typename V>
+constexpr int small_prefetch_b<V, std::void_t<decltype(V::kSmallPrefetchB)>> = V::kSmallPrefetchB;
+constexpr int64_t kSmallPrefetchMaxM = 4;
+
 // RG rows x NV vectors of C: RG x NV independent accumulators hide the FMA latency that one
 // row's chain over k would expose, and each B vector loaded serves RG rows. K > 0 fixes the
 // depth at compile time (the k loop unrolls fully); FULL: every vector is whole, so no masks
-// (a masked store is microcoded on AMD cores).
+// (a masked store is microcoded on AMD cores). pf > 0: B's rows prefetched pf steps ahead.
 template <typename V, int RG, int NV, int K, bool FULL>
 inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                        const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
-                       const typename V::mask* mk) {
+                       const typename V::mask* mk, int pf = 0) {
     using T = typename V::T;
     using R = typename V::reg;
     constexpr int W = V::W;
@@ -33,6 +44,9 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
         for (int j = 0; j < NV; ++j) acc[r][j] = V::zero();
     auto step = [&](int64_t p) {
         const T* bp = b + p * rsb;
+        if (pf && p + pf < k)
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; ++j) __builtin_prefetch(bp + pf * rsb + j * W, 0, 3);
         R bv[NV];
 #pragma GCC unroll 4
         for (int j = 0; j < NV; ++j) bv[j] = FULL ? V::loadu(bp + j * W) : V::maskz_loadu(mk[j], bp + j * W);
@@ -75,22 +89,26 @@ template <typename V, int NV, int K, bool FULL>
 inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                         const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
                         const typename V::mask* mk) {
+    const int pf = m <= kSmallPrefetchMaxM ? small_prefetch_b<V> : 0;
     int64_t i = 0;
     if constexpr (NV == 1)
         for (; i + 8 <= m; i += 8)
-            small_rows<V, 8, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
+            small_rows<V, 8, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk, pf);
     if constexpr (NV == 2)
         for (; m - i >= 10 || m - i == 6 || m - i == 9; i += 6)
-            small_rows<V, 6, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
+            small_rows<V, 6, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk, pf);
     for (; i + 4 <= m; i += 4)
-        small_rows<V, 4, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
+        small_rows<V, 4, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk, pf);
     switch (m - i) {
         case 3:
-            return small_rows<V, 3, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
+            return small_rows<V, 3, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk,
+                                                 pf);
         case 2:
-            return small_rows<V, 2, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
+            return small_rows<V, 2, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk,
+                                                 pf);
         case 1:
-            return small_rows<V, 1, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
+            return small_rows<V, 1, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk,
+                                                 pf);
         default: return;
     }
 }
