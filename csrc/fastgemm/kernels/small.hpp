@@ -89,14 +89,15 @@ template <typename V, int NV, int K, bool FULL>
 inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                         const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
                         const typename V::mask* mk) {
+    // Only the 4-row and last groups can belong to a product of kSmallPrefetchMaxM rows.
     const int pf = m <= kSmallPrefetchMaxM ? small_prefetch_b<V> : 0;
     int64_t i = 0;
     if constexpr (NV == 1)
         for (; i + 8 <= m; i += 8)
-            small_rows<V, 8, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk, pf);
+            small_rows<V, 8, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
     if constexpr (NV == 2)
         for (; m - i >= 10 || m - i == 6 || m - i == 9; i += 6)
-            small_rows<V, 6, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk, pf);
+            small_rows<V, 6, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
     for (; i + 4 <= m; i += 4)
         small_rows<V, 4, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk, pf);
     switch (m - i) {
