@@ -21,12 +21,13 @@ constexpr bool has_transpose = false;
 template <typename V>
 constexpr bool has_transpose<V, std::void_t<decltype(V::transpose(std::declval<typename V::reg*>()))>> = true;
 
-// W k steps of a full MR-row sliver of row-major A at a time, through ceil(MR / W) register
-// transposes; returns the k steps done. Whole registers are stored in address order, so a
-// column's spare lanes land on the next column, written after them; the last W steps are left
-// to the caller when they would spill past the sliver. See docs/DESIGN.md, "Packing transposes".
+// W k steps of an MR-row sliver of row-major A at a time, through ceil(MR / W) register
+// transposes, rows from `rows` on zero (the sliver's padding); returns the k steps done. Whole
+// registers are stored in address order, so a column's spare lanes land on the next column,
+// written after them; the last W steps are left to the caller when they would spill past the
+// sliver. See docs/DESIGN.md, "Packing transposes".
 template <typename V, int MR>
-int64_t pack_a_rows(int64_t kc, const typename V::T* a0, int64_t rsa, typename V::T* ap) {
+int64_t pack_a_rows(int64_t kc, int64_t rows, const typename V::T* a0, int64_t rsa, typename V::T* ap) {
     constexpr int W = V::W, G = (MR + W - 1) / W;
     constexpr int64_t spill = MR % W != 0;
     int64_t p = 0;
@@ -35,7 +36,7 @@ int64_t pack_a_rows(int64_t kc, const typename V::T* a0, int64_t rsa, typename V
 #pragma GCC unroll 4
         for (int g = 0; g < G; ++g) {
 #pragma GCC unroll 16
-            for (int i = 0; i < W; ++i) r[g][i] = g * W + i < MR ? V::loadu(a0 + (g * W + i) * rsa + p) : V::zero();
+            for (int i = 0; i < W; ++i) r[g][i] = g * W + i < rows ? V::loadu(a0 + (g * W + i) * rsa + p) : V::zero();
             V::transpose(r[g]);
         }
 #pragma GCC unroll 16
@@ -88,13 +89,15 @@ void pack_a(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, int64_t
     for (; i0 < mc; i0 += MR, ap += MR * kc) {
         const T* a0 = a + i0 * rsa;
         const int64_t rows = mc - i0 < MR ? mc - i0 : MR;
-        if (rows == MR && csa == 1) {
-            // Each row of A is contiguous along k: read rows, write the sliver's columns.
+        if (csa == 1 && (rows == MR || has_transpose<V>)) {
+            // Each row of A is contiguous along k: read rows, write the sliver's columns (a
+            // last sliver of few rows too, its missing rows zero).
             int64_t p0 = 0;
-            if constexpr (has_transpose<V>) p0 = pack_a_rows<V, MR>(kc, a0, rsa, ap);
+            if constexpr (has_transpose<V>)
+                p0 = rows == MR ? pack_a_rows<V, MR>(kc, MR, a0, rsa, ap) : pack_a_rows<V, MR>(kc, rows, a0, rsa, ap);
             for (int i = 0; i < MR; ++i) {
                 const T* ar = a0 + i * rsa;
-                for (int64_t p = p0; p < kc; ++p) ap[p * MR + i] = ar[p];
+                for (int64_t p = p0; p < kc; ++p) ap[p * MR + i] = i < rows ? ar[p] : T(0);
             }
         } else {
             for (int64_t p = 0; p < kc; ++p)
