@@ -118,6 +118,7 @@ struct Tuning {
     int64_t small_columns_max_m;  // an A stored by columns: the small kernel only up to this many rows of C wider than
                                   // small_narrow_bytes (0: any)
     int64_t f32_dots_max_side;  // float32 x @ W.T: dot products up to this many rows or columns of C past 4 (k >= 512)
+    int64_t f64_dots_max_side;  // the same for float64
 };
 
 // Low-precision inputs (S = bfloat16_t or float16_t) on the float32 kernels: packers that

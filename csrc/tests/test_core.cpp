@@ -528,7 +528,7 @@ void kernel_lookup_and_threads() {
                    t.small_max_work > 0 && t.head_min_slivers > 0 && t.few_rows_max_m >= 0 &&
                    t.few_rows_max_m <= fastgemm::kFewRowsMaxM && t.int8_few_rows_max_m >= 0 &&
                    t.small_narrow_bytes >= 0 && t.a_in_place_slivers >= 0 && t.small_max_b_l1s >= 0 &&
-                   t.small_columns_max_m >= 0 && t.f32_dots_max_side >= 0,
+                   t.small_columns_max_m >= 0 && t.f32_dots_max_side >= 0 && t.f64_dots_max_side >= 0,
                std::string("find_kernels and tuning of ") + ks->name);
     }
     expect_throw<std::invalid_argument>("find_kernels: unknown name", [] { fastgemm::find_kernels("nope", false); });
