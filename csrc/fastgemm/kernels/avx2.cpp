@@ -267,8 +267,9 @@ struct Avx2I8 {
 // Measured on Zen 3: the small-path cap, and C rows of up to 80 bytes on the small path at any
 // size ("Small products"); B never read in place (a wide B read in place ran at half the packed
 // speed; "B read in place"); up to 6 rows streamed, 12 for int8 in two groups ("Few rows"); an
-// A stored by columns read in place for up to 4 slivers of B ("A read in place"). Head columns only matter in
-// place; see docs/DESIGN.md, "Measured decisions".
+// A stored by columns read in place for up to 4 slivers of B ("A read in place"); x @ W.T up to 24 rows
+// or columns as dot products in both types ("Dot products"). Head columns only matter in place; see
+// docs/DESIGN.md, "Measured decisions".
 constexpr KernelSet avx2_kernels{
     "avx2", "AVX2+FMA", &runs_avx2, Tuning{0, 0, int64_t(128) * 128 * 128, 16, 6, 12, 80, 4, 0, 0, 24, 24},
     kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(), kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
