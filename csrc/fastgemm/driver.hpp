@@ -120,7 +120,13 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
     // packed B stays in L2 (a panel packed whole went through L3 and back: with 20 rows of C,
     // float64, packing took 43% of the time) and no thread waits for another. See
     // docs/DESIGN.md, "B packed as the tiles use it".
-    const bool b_by_group = !P::prepacked && grid.tm == 1 && m <= bs.mc && p.in_place(nc_max) == 0;
+    // A group reads each of B's rows in runs of group_bytes / KC bytes. Runs under 1 KiB (256
+    // bytes on Zen 3's 512 KiB L2) read a B past a quarter of L3 slower than the panel's whole
+    // rows do, which costs more than the panel's trip through L3 (16 x 2048 x 2048 float64 0.76-0.83x
+    // NumPy by group, 0.89-0.91x by panel); see docs/DESIGN.md, "B packed as the tiles use it".
+    const double b_all_bytes = double(k) * double(n) * double(p.b_sliver(kc_max)) / double(NR * kc_max);
+    const bool short_runs = group_bytes / kc_max < 1024 && b_all_bytes > double(caches().l3.size) / 4;
+    const bool b_by_group = !P::prepacked && grid.tm == 1 && m <= bs.mc && p.in_place(nc_max) == 0 && !short_runs;
     const int64_t b_bytes = P::prepacked ? 0
                             : b_by_group ? round_up(std::max(group_bytes, p.b_sliver(kc_max)), 64)
                                          : round_up(nc_max / NR * p.b_sliver(kc_max), 64);
