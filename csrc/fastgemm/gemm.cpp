@@ -249,8 +249,8 @@ int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
     if (k < kDotsMinK) return 0;
     if (c.rows <= kDotsMaxSide && b.rs == 1) return 1;
     if (c.cols <= kDotsMaxSide && a.cs == 1) return 2;
-    const int64_t max_side = sizeof(T) == 4 ? t.f32_dots_max_side : t.f64_dots_max_side;
     if (a.cs != 1 || b.rs != 1 || k < kDotsWideMinK) return 0;
+    const int64_t max_side = sizeof(T) == 4 ? t.f32_dots_max_side : t.f64_dots_max_side;
     auto fits = [&](int64_t shorter, int64_t longer) {
         return shorter <= max_side && k >= 4 * longer &&
                2.0 * double(longer) * double(k) * double(sizeof(T)) <= double(caches().l2.size);

@@ -93,6 +93,7 @@ void pack_a(int64_t mc, int64_t kc, const typename V::T* a, int64_t rsa, int64_t
             // Each row of A is contiguous along k: read rows, write the sliver's columns (a
             // last sliver of few rows too, its missing rows zero).
             int64_t p0 = 0;
+            // A full sliver's call keeps MR as the constant bound of its loads.
             if constexpr (has_transpose<V>)
                 p0 = rows == MR ? pack_a_rows<V, MR>(kc, MR, a0, rsa, ap) : pack_a_rows<V, MR>(kc, rows, a0, rsa, ap);
             for (int i = 0; i < MR; ++i) {
@@ -179,6 +180,7 @@ void pack_b_as(int64_t kc, int64_t nc, const typename C::S* b, int64_t rsb, int6
             // read one element per column a k step took 3/4 of 7 x 7 x 10000 float64 (0.37x
             // NumPy on Zen 3); the transposes pad it with zeros.
             int64_t p0 = 0;
+            // A full sliver's call keeps NR as the constant bound of its loads.
             if constexpr (std::is_same_v<S, T> && has_transpose<V>)
                 p0 = cols == NR ? pack_b_columns<V, NR>(kc, NR, b0, csb, dst)
                                 : pack_b_columns<V, NR>(kc, cols, b0, csb, dst);
