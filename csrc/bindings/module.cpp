@@ -25,7 +25,7 @@ namespace {
 
 py::dict tile_info(const KernelSet& ks) {
     py::dict d;
-    const Blocking s = blocking_for(ks.f32.mr, ks.f32.nr, 4), dd = blocking_for(ks.f64.mr, ks.f64.nr, 8);
+    const Blocking s = blocking_for(ks.f32), dd = blocking_for(ks.f64);
     d["name"] = ks.name;
     d["isa"] = ks.isa;
     d["float32"] = py::dict(py::arg("mr") = ks.f32.mr, py::arg("nr") = ks.f32.nr, py::arg("mc") = s.mc,

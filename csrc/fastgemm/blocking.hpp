@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kernel.hpp"
 #include "view.hpp"
 
 namespace fastgemm {
@@ -20,9 +21,16 @@ constexpr int64_t even_block(int64_t total, int64_t block, int64_t align) {
 }
 
 // The analytical model of Low et al. (2016), "Analytical modeling is enough for
-// high-performance BLIS", overridden by FASTGEMM_MC / FASTGEMM_KC / FASTGEMM_NC when set to
-// an integer in range (see rejected_env_settings).
-Blocking blocking_for(int mr, int nr, int elem_size);
+// high-performance BLIS", with KC at most max_kc when that is not 0 (a tile's measured depth),
+// overridden by FASTGEMM_MC / FASTGEMM_KC / FASTGEMM_NC when set to an integer in range (see
+// rejected_env_settings).
+Blocking blocking_for(int mr, int nr, int elem_size, int64_t max_kc);
+
+// blocking_for a kernel table's tile.
+template <typename T>
+Blocking blocking_for(const KernelTable<T>& uk) {
+    return blocking_for(uk.mr, uk.nr, int(sizeof(T)), uk.max_kc);
+}
 
 // `bs` for a product with m rows of C on `threads` threads: with few rows each packed B panel
 // is read by only ceil(m / MR) tiles per sliver, and a panel within 4 x L2 per thread ran

@@ -41,14 +41,13 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     // B in place needs whole 64-byte lines per row: a load straddling two lines on every row
     // of a sliver costs more than packing.
     const bool lines = (b.rs * int64_t(sizeof(T))) % 64 == 0;
-    const Blocking packed =
-        blocking_for_rows(blocking_for(main.mr, main.nr, int(sizeof(T))), m, threads, main.nr, int(sizeof(T)));
+    const Blocking packed = blocking_for_rows(blocking_for(main), m, threads, main.nr, int(sizeof(T)));
     if (m > tune.direct_max_m || b.cs != 1 || !lines) {
         run_blocked(main, packed, threads, false, direct_a, alpha, a, b, beta, c, ep);
         return;
     }
     const KernelTable<T>& uk = m <= tune.skinny_max_m ? skinny_table<T>(ks) : main;
-    const Blocking bs = blocking_for(uk.mr, uk.nr, int(sizeof(T)));
+    const Blocking bs = blocking_for(uk);
     // Columns before B's first 64-byte boundary go through the packed path, the rest in place.
     // That head is one more narrow column of tiles: worth it only when there are many; see
     // docs/DESIGN.md, "Head columns".

@@ -175,7 +175,7 @@ const Int8Kernels& int8_kernels(const KernelSet& ks) {
 
 Blocking int8_blocking(const Int8Kernels& ik) {
     const Int8Table<uint8_t>& t = ik.u8;
-    Blocking bs = blocking_for(t.mr, t.nr, t.a_size);
+    Blocking bs = blocking_for(t.mr, t.nr, t.a_size, 0);
     bs.kc = round_up(bs.kc, t.kgroup);  // whole k-groups in every slice but the last
     return bs;
 }

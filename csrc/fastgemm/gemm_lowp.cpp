@@ -123,8 +123,8 @@ void compute(float alpha, View<const S> a, View<const S> b, float beta, View<flo
             run_blocked_pairs(*pk, pair_blocking(*pk), threads, alpha, o.a, o.b, beta, o.c, tile_ep);
     } else {
         run_blocked_packed<S, float>(uk, Packers<S, float>{lp.pack_a, lp.pack_b},
-                                     blocking_for_rows(blocking_for(uk.mr, uk.nr, 4), o.c.rows, threads, uk.nr, 4),
-                                     threads, alpha, o.a, o.b, beta, o.c, tile_ep);
+                                     blocking_for_rows(blocking_for(uk), o.c.rows, threads, uk.nr, 4), threads, alpha,
+                                     o.a, o.b, beta, o.c, tile_ep);
     }
     if (after) apply_epilogue(uk, c, ep);
 }
@@ -174,7 +174,7 @@ void gemm_lowp_batched(float alpha, View<const S> a, View<const S> b, float beta
 }
 
 Blocking pair_blocking(const PairKernels& pk) {
-    const Blocking bs = blocking_for(pk.mr, pk.nr, 4);
+    const Blocking bs = blocking_for(pk.mr, pk.nr, 4, 0);
     return {bs.mc, 2 * bs.kc, bs.nc};
 }
 

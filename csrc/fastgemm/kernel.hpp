@@ -101,6 +101,8 @@ struct KernelTable {
     // a time. Each row equals the tile's row.
     void (*gemv_packed)(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa, const T* bp,
                         T beta, T* c, int64_t rsc);
+    // KC at most this for this tile (0: the cache model's alone); see docs/DESIGN.md, "KC depth".
+    int64_t max_kc;
 };
 
 // Which path a product takes, by shape; see docs/DESIGN.md, "Shape-specific paths".

@@ -57,7 +57,7 @@ void PackedPanels::unpack_as(View<Out> out) const {
 
 template <typename T>
 PackedB<T>::PackedB(const KernelSet& ks, View<const T> b)
-    : PackedPanels(ks, b.rows, b.cols, blocking_for(main_table<T>(ks).mr, main_table<T>(ks).nr, int(sizeof(T))),
+    : PackedPanels(ks, b.rows, b.cols, blocking_for(main_table<T>(ks)),
                    Format{main_table<T>(ks).nr, 1, int(sizeof(T)), false, 1}) {
     extent(b);
     const KernelTable<T>& uk = main_table<T>(ks);
@@ -128,7 +128,7 @@ void gemm(T alpha, View<const T> a, const PackedB<T>& b, T beta, View<T> c, cons
             }
         });
     } else {
-        run_blocked_prepacked(uk, blocking_for(uk.mr, uk.nr, int(sizeof(T))), threads, alpha, a, b, beta, c, ep);
+        run_blocked_prepacked(uk, blocking_for(uk), threads, alpha, a, b, beta, c, ep);
     }
     flags.settle([&] { return has_nan(c); });
 }

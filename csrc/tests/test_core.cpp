@@ -221,7 +221,7 @@ template <typename T>
 void run_kernel(const fastgemm::KernelSet& ks, bool packed = false) {
     const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
     const int64_t mr = uk.mr, nr = uk.nr;
-    const fastgemm::Blocking bs = fastgemm::blocking_for(uk.mr, uk.nr, int(sizeof(T)));
+    const fastgemm::Blocking bs = fastgemm::blocking_for(uk);
     const int64_t mc = bs.mc, kc = bs.kc;
 
     std::vector<std::vector<int64_t>> shapes = {
@@ -619,9 +619,25 @@ void env_overrides() {
         nc |= r.variable == "FASTGEMM_NC" && r.value == "1000000000000";
     }
     report(kc && mc && nc && rejected.size() == 3, "FASTGEMM_KC/MC/NC out of range are rejected and listed");
-    const fastgemm::Blocking b = fastgemm::blocking_for(6, 16, 4);
+    const fastgemm::Blocking b = fastgemm::blocking_for(6, 16, 4, 0);
     report(b.kc >= 1 && b.kc <= 4096 && b.mc >= 6 && b.mc <= 4096 && b.nc >= 16 && b.nc <= 16384,
            "blocking falls back to the model");
+}
+
+// A tile's KC cap (KernelTable::max_kc) bounds the blocking's KC, and MC follows the capped KC
+// (the A block still within L2).
+template <typename T>
+bool kc_capped(const fastgemm::KernelTable<T>& uk) {
+    const fastgemm::Blocking bs = fastgemm::blocking_for(uk),
+                             model = fastgemm::blocking_for(uk.mr, uk.nr, int(sizeof(T)), 0);
+    if (uk.max_kc == 0) return bs.kc == model.kc && bs.mc == model.mc;
+    return bs.kc == std::min(model.kc, uk.max_kc) && bs.mc * bs.kc * int64_t(sizeof(T)) <= fastgemm::caches().l2.size &&
+           bs.mc >= model.mc;
+}
+void tile_kc_caps() {
+    for (const fastgemm::KernelSet* ks : fastgemm::compiled_kernels())
+        report(kc_capped(ks->f32) && kc_capped(ks->f64) && kc_capped(ks->f32_skinny) && kc_capped(ks->f64_skinny),
+               std::string("blocking_for caps KC at the tile's max_kc: ") + ks->name);
 }
 
 // Low-precision inputs (gemm_lowp): A and B bfloat16 or float16, float32 C. Reference: the
@@ -716,7 +732,7 @@ void run_lowp_case(const char* kernel, const Case& cs, float subnormal_scale) {
 template <typename S>
 void run_lowp(const fastgemm::KernelSet& ks) {
     const int64_t mr = ks.f32.mr, nr = ks.f32.nr;
-    const fastgemm::Blocking bs = fastgemm::blocking_for(ks.f32.mr, ks.f32.nr, 4);
+    const fastgemm::Blocking bs = fastgemm::blocking_for(ks.f32);
     std::vector<std::vector<int64_t>> shapes = {{0, 0, 0},     {5, 3, 0},    {1, 1, 1},    {1, 7, 1},    {7, 1, 1},
                                                 {1, 1, 9},     {1, 37, 41},  {37, 1, 41},  {1, 300, 17}, {1, 4133, 11},
                                                 {4133, 1, 11}, {13, 17, 19}, {31, 37, 41}, {2, 401, 3},  {3, 2, 509}};
@@ -970,7 +986,7 @@ void epilogue_cases(const fastgemm::KernelSet& ks, bool quick = false) {
 template <typename T>
 void packed_b(const fastgemm::KernelSet& ks) {
     const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
-    const fastgemm::Blocking bs = fastgemm::blocking_for(uk.mr, uk.nr, int(sizeof(T)));
+    const fastgemm::Blocking bs = fastgemm::blocking_for(uk);
     const std::vector<std::vector<int64_t>> shapes = {{1, 1, 1},      {3, bs.nc + 5, 4}, {1, bs.nc + 5, 9},
                                                       {5, 4099, 513}, {1, 8191, 300},    {300, 280, 250},
                                                       {45, 65, 900}};
@@ -1180,7 +1196,7 @@ void int8_rows(const fastgemm::KernelSet& ks) {
 // --quick, for CPUs qemu emulates (what they add is dispatch; the full driver runs natively):
 // each product family once on the kernel set, edge tiles and a partial k block included.
 void quick_cases(const fastgemm::KernelSet& ks) {
-    const fastgemm::Blocking bs = fastgemm::blocking_for(ks.f32.mr, ks.f32.nr, 4);
+    const fastgemm::Blocking bs = fastgemm::blocking_for(ks.f32);
     const int64_t mr = ks.f32.mr, nr = ks.f32.nr;
     for (const Case& c : {Case{1, 37, 5, kRowMajor, kRowMajor, kStepped, 0.75, -0.5, false, false},
                           Case{13, 17, 19, kColMajor, kRowMajor, kRowMajor, 1.0, 0.0, false, false},
@@ -1404,6 +1420,7 @@ int main(int argc, char** argv) {
     setenv("FASTGEMM_MC", "abc", 1);
     setenv("FASTGEMM_NC", "1000000000000", 1);
     env_overrides();
+    tile_kc_caps();
     // Enough threads that the larger shapes take the parallel path too.
     fastgemm::set_max_threads(2);
     const std::string before = fastgemm::active_kernels().name;

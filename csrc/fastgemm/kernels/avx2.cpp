@@ -51,9 +51,9 @@ struct Avx2F32 {
     using reg = __m256;
     using mask = Lanes;
     static constexpr int W = 8;
-    // The A sliver streams from L2 beside a B sliver that fills L1; see docs/DESIGN.md,
-    // "A prefetch".
-    static constexpr int kPrefetchA = 16;
+    // The B sliver streams from L2 past the A sliver held in L1: its row 8 steps (512 bytes)
+    // ahead; see docs/DESIGN.md, "Microkernel prefetch".
+    static constexpr int kPrefetchB = 8;
     static reg zero() { return _mm256_setzero_ps(); }
     static reg set1(T x) { return _mm256_set1_ps(x); }
     static reg loadu(const T* p) { return _mm256_loadu_ps(p); }
@@ -113,7 +113,10 @@ struct Avx2F64 {
     using reg = __m256d;
     using mask = Lanes;
     static constexpr int W = 4;
-    static constexpr int kPrefetchA = 16;
+    static constexpr int kPrefetchB = 8;
+    // A sliver of 6 x 320 doubles (15 KiB) stays in L1 beside the streaming B sliver; at the
+    // model's 512 (24 KiB) it did not; see docs/DESIGN.md, "KC depth".
+    static constexpr int64_t kMaxKC = 320;
     static reg zero() { return _mm256_setzero_pd(); }
     static reg set1(T x) { return _mm256_set1_pd(x); }
     static reg loadu(const T* p) { return _mm256_loadu_pd(p); }

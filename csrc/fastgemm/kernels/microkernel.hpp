@@ -13,12 +13,12 @@
 namespace fastgemm {
 namespace kernels {
 
-// How many k steps ahead the microkernel prefetches its A sliver: V::kPrefetchA where the ISA
-// file measured one, else 0 (no prefetch instruction).
+// How many k steps ahead the microkernel prefetches its B sliver's row: V::kPrefetchB where the
+// ISA file measured one, else 0 (no prefetch instruction).
 template <typename V, typename = void>
-constexpr int prefetch_a_steps = 0;
+constexpr int prefetch_b_steps = 0;
 template <typename V>
-constexpr int prefetch_a_steps<V, std::void_t<decltype(V::kPrefetchA)>> = V::kPrefetchA;
+constexpr int prefetch_b_steps<V, std::void_t<decltype(V::kPrefetchB)>> = V::kPrefetchB;
 
 // D::fmadd(a, b, acc) is the k step's multiply-add (V's own FMA by default; a dot-product
 // instruction on packed pairs for PairKernels); alpha and beta are applied with V's.
@@ -40,7 +40,11 @@ void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda
             R bv[NV];
 #pragma GCC unroll 8
             for (int j = 0; j < NV; ++j) bv[j] = V::loadu(b + j * W);
-            if constexpr (prefetch_a_steps<V> > 0) __builtin_prefetch(a + prefetch_a_steps<V> * lda, 0, 3);
+            if constexpr (prefetch_b_steps<V> > 0) {
+                const char* ahead = reinterpret_cast<const char*>(b + prefetch_b_steps<V> * ldb);
+#pragma GCC unroll 8
+                for (int off = 0; off < NV * W * int(sizeof(T)); off += 64) __builtin_prefetch(ahead + off, 0, 3);
+            }
 #pragma GCC unroll 64
             for (int i = 0; i < MR; ++i) {
                 const R av = V::set1(a[i]);

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "../kernel.hpp"
@@ -52,6 +53,13 @@ double fma_loop(int64_t reps) {
     return double(reps) * CHAINS * V::W * 2;
 }
 
+// The deepest k slice for V's tile, V::kMaxKC where the ISA file measured one, else 0 (the cache
+// model's alone).
+template <typename V, typename = void>
+constexpr int64_t max_kc = 0;
+template <typename V>
+constexpr int64_t max_kc<V, std::void_t<decltype(V::kMaxKC)>> = V::kMaxKC;
+
 // The tiles of M rows, 1..NV vectors wide; D: the k step's multiply-add (see ukernel).
 template <typename V, int M, typename D = V, int... N>
 constexpr TileRow<typename V::T> tile_row(std::integer_sequence<int, N...>) {
@@ -75,7 +83,8 @@ constexpr KernelTable<typename V::T> kernel_table(std::integer_sequence<int, M..
             &small_stack<V, PV>,
             &fma_loop<V>,
             &epilogue<V>,
-            &gemv_packed<V, NV>};
+            &gemv_packed<V, NV>,
+            max_kc<V>};
 }
 
 // The table of every kernel for an MR x (NV vectors) register tile over vector traits V;
