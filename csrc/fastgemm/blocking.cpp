@@ -58,8 +58,8 @@ Blocking blocking_for(int mr, int nr, int s, int64_t max_kc) {
     const CacheLevel &l1 = c.l1d, &l2 = c.l2, &l3 = c.l3;
 
     // KC: as deep as keeps an A and a B sliver, (MR + NR) x KC, within a quarter of L2, at most
-    // 512 and the tile's cap; never shallower than Low et al.'s L1 model (but for the cap). See
-    // docs/DESIGN.md, "KC depth".
+    // 512; never shallower than Low et al.'s L1 model. A tile's measured cap (max_kc) bounds the
+    // result. See docs/DESIGN.md, "KC depth".
     const int64_t l1_model =
         std::max<int64_t>(1, (l1.ways - 1) * mr / (mr + nr)) * (l1.size / (l1.ways * l1.line)) * l1.line / (mr * s);
     int64_t kc = std::max(l1_model, std::min<int64_t>(512, l2.size / 4 / ((mr + nr) * s)));

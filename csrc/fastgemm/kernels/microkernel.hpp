@@ -28,6 +28,7 @@ void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda
     using T = typename V::T;
     using R = typename V::reg;
     constexpr int W = V::W;
+    constexpr int kRowBytes = NV * W * int(sizeof(T));  // a row of the tile: of B's sliver and of C
     R acc[MR][NV];
 #pragma GCC unroll 64
     for (int i = 0; i < MR; ++i)
@@ -43,7 +44,7 @@ void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda
             if constexpr (prefetch_b_steps<V> > 0) {
                 const char* ahead = reinterpret_cast<const char*>(b + prefetch_b_steps<V> * ldb);
 #pragma GCC unroll 8
-                for (int off = 0; off < NV * W * int(sizeof(T)); off += 64) __builtin_prefetch(ahead + off, 0, 3);
+                for (int off = 0; off < kRowBytes; off += 64) __builtin_prefetch(ahead + off, 0, 3);
             }
 #pragma GCC unroll 64
             for (int i = 0; i < MR; ++i) {
@@ -59,7 +60,6 @@ void ukernel(int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda
     constexpr int64_t kPrefetchDistance = 48;
     const int64_t head = k > kPrefetchDistance ? k - kPrefetchDistance : 0;
     steps(head);
-    constexpr int kRowBytes = NV * W * int(sizeof(T));
 #pragma GCC unroll 64
     for (int i = 0; i < MR; ++i) {
         const char* ci = reinterpret_cast<const char*>(c + i * ldc);
