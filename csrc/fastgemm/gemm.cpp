@@ -404,6 +404,9 @@ bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t e
     // In double: m * n * k of a huge product overflows int64. Work counts in float32 multiply-adds:
     // an 8-byte product twice (its vectors hold half the elements; docs/DESIGN.md, "Small products").
     const Tuning& t = ks.tuning;
+    // A B the small kernels take in chunks kept in L1 beat the packed tile at every size
+    // measured (narrow C up to 4000 x 64 x 4000 float32); see docs/DESIGN.md, "Small products".
+    if (t.small_chunked_any && small_chunks_b(n * elem_bytes, k)) return true;
     const double b_bytes = double(n) * double(k) * double(elem_bytes);
     // Narrow C at any work with B of at most 3/4 of L2: a B filling L2 (8192 x 64 x 8192 float32,
     // 2 MiB) lost 0.73x to the packed path; 1.5 MiB still won 1.10x.

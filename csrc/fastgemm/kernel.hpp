@@ -83,7 +83,8 @@ struct KernelTable {
                      int64_t rsb, T beta, T* c, int64_t rsc, T* chunk);
     // A whole product small enough that packing would cost more than it saves:
     // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j], rows of B and C contiguous.
-    // A few rows of C stay in registers over all of k, one panel of columns at a time.
+    // A few rows of C stay in registers over all of k, one panel of columns at a time; k in
+    // chunks when small_chunks_b says so.
     void (*small)(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa, const T* b,
                   int64_t rsb, T beta, T* c, int64_t rsc);
     // `small` for each product of a run, the shape dispatched once for the run.
@@ -105,6 +106,18 @@ struct KernelTable {
     int64_t max_kc;
 };
 
+// The small kernels take a B past kSmallChunkPastBytes in k chunks of kSmallChunkBytes (half
+// of a 32 KiB L1, so each row group rereads its chunk from L1) when its rows are at most
+// kSmallChunkBytes / kSmallChunkMinK bytes (shorter chunks lost more to carrying the sums
+// between them than they saved; a B within L2 lost 5-10% to chunks on many rows); see
+// docs/DESIGN.md, "Small products".
+constexpr int64_t kSmallChunkBytes = 16 * 1024;
+constexpr int64_t kSmallChunkMinK = 64;
+constexpr int64_t kSmallChunkPastBytes = 256 * 1024;
+constexpr bool small_chunks_b(int64_t row_bytes, int64_t k) {
+    return row_bytes * kSmallChunkMinK <= kSmallChunkBytes && k * row_bytes > kSmallChunkPastBytes;
+}
+
 // Which path a product takes, by shape; see docs/DESIGN.md, "Shape-specific paths".
 struct Tuning {
     int64_t direct_max_m;    // up to this many rows B is read in place, not packed (0: never)
@@ -121,6 +134,8 @@ struct Tuning {
                                   // small_narrow_bytes (0: any)
     int64_t f32_dots_max_side;  // float32 x @ W.T: dot products up to this many rows or columns of C past 4 (k >= 512)
     int64_t f64_dots_max_side;  // the same for float64
+    int64_t small_chunked_any;  // 1: products whose B the small kernels take in chunks (small_chunks_b) go to them at
+                                // any work and any size of B
 };
 
 // Low-precision inputs (S = bfloat16_t or float16_t) on the float32 kernels: packers that

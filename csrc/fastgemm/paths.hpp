@@ -63,8 +63,9 @@ using SmallProduct = Oriented<T, T>;
 // Whether a product of m x n x k is within the small kernels' reach on kernel set ks: B inside
 // L2, and tuning.small_max_work float32 multiply-adds (8-byte elements count twice) with B
 // within tuning.small_max_b_l1s L1s or few rows, or C's rows within tuning.small_narrow_bytes
-// (packing A for one or two slivers costs more than the packed tile saves); see
-// docs/DESIGN.md, "Small products".
+// (packing A for one or two slivers costs more than the packed tile saves); or, where
+// tuning.small_chunked_any, a B the small kernels take in k chunks (small_chunks_b) at any
+// size; see docs/DESIGN.md, "Small products".
 bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t elem_bytes);
 
 // Whether KernelTable::small_stack takes this product (m, n, k >= 1) on kernel set ks, and how:

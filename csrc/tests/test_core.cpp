@@ -462,6 +462,62 @@ void dots_check(const fastgemm::KernelSet& ks) {
                 }
 }
 
+// small in k chunks (small_chunks_b): the bits of one pass over k, which the first n columns of
+// a product with the same B past the chunks' row reach get, and within the K-scaled bound of a
+// double reference; beta 0 over a NaN-filled C (never read), beta -0.5 otherwise. B one step
+// past the bytes that chunk it (a last chunk of one step), or a last chunk one step short; n a
+// masked vector, a panel, 20 and the widest row that chunks, whose rows also pass one block
+// of carried sums (as many rows as a chunk has steps).
+template <typename T>
+void small_chunks_check(const fastgemm::KernelSet& ks) {
+    const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
+    const int64_t es = sizeof(T), widest = fastgemm::kSmallChunkBytes / fastgemm::kSmallChunkMinK / es;
+    const int64_t nw = widest + 3;  // rows past the reach: one pass
+    const T nan = std::numeric_limits<T>::quiet_NaN();
+    uint32_t seed = 7;
+    auto rnd = [&] { return T(int64_t((seed = seed * 1664525u + 1013904223u) >> 8) % 2001 - 1000) / T(997); };
+    for (int64_t n : {int64_t(uk.lanes) + 1, int64_t(uk.nr), int64_t(20), widest}) {
+        const int64_t depth = fastgemm::kSmallChunkBytes / (n * es), past = fastgemm::kSmallChunkPastBytes / (n * es);
+        for (int64_t k : {past + 1, past + depth - 1})
+            for (int64_t m : {int64_t(3), int64_t(13), n == widest ? depth + 5 : 0})
+                for (T beta : {T(0), T(-0.5)}) {
+                    if (m == 0) continue;
+                    report(fastgemm::small_chunks_b(n * es, k) && !fastgemm::small_chunks_b(nw * es, k),
+                           "small_chunks_b for the chunk check");
+                    std::vector<T> a(size_t(m * k)), b(size_t(k * nw)), c0(size_t(m * nw));
+                    for (T& x : a) x = rnd();
+                    for (T& x : b) x = rnd();
+                    for (T& x : c0) x = rnd();
+                    std::vector<T> c = c0, one = c0;
+                    if (beta == T(0)) std::fill(c.begin(), c.end(), nan), std::fill(one.begin(), one.end(), nan);
+                    uk.small(m, n, k, T(0.75), a.data(), k, 1, b.data(), nw, beta, c.data(), nw);
+                    uk.small(m, nw, k, T(0.75), a.data(), k, 1, b.data(), nw, beta, one.data(), nw);
+                    bool same = true, close = true;
+                    for (int64_t i = 0; i < m; ++i)
+                        for (int64_t j = 0; j < nw; ++j) {
+                            const size_t e = size_t(i * nw + j);
+                            if (j >= n) {
+                                same = same && (beta == T(0) ? c[e] != c[e] : c[e] == c0[e]);
+                                continue;
+                            }
+                            same = same && c[e] == one[e];
+                            double ref = 0, mag = 0;
+                            for (int64_t p = 0; p < k; ++p) {
+                                ref += double(a[size_t(i * k + p)]) * double(b[size_t(p * nw + j)]);
+                                mag += std::fabs(double(a[size_t(i * k + p)]) * double(b[size_t(p * nw + j)]));
+                            }
+                            ref = 0.75 * ref + double(beta) * double(c0[e]);
+                            mag = 0.75 * mag + std::fabs(double(beta) * double(c0[e]));
+                            close = close && std::fabs(double(c[e]) - ref) <=
+                                                 2.0 * double(k + 2) * double(std::numeric_limits<T>::epsilon()) * mag;
+                        }
+                    report(same && close, std::string(ks.name) + " " + type_name<T>() + " small chunks " +
+                                              std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                                              (beta == T(0) ? " beta 0" : " beta -0.5"));
+                }
+    }
+}
+
 // An Inf in A or B: the zero padding of tiles and masked lanes must not leave FE_INVALID set
 // when the true product has no invalid operation; an inf - inf in it must still raise it.
 template <typename T>
@@ -519,6 +575,13 @@ void small_shape_table() {
            "small_shape: narrow C (256 bytes) at any work");
     ks.tuning.small_max_b_l1s = 0;
     report(small(256, 64, k2 + 1, 4), "small_shape: small_max_b_l1s 0 leaves only L2 to bound B");
+    ks.tuning = fastgemm::Tuning{256, 128, int64_t(512) * 512 * 512, 16, 6, 0, 0, 4, 2};
+    const int64_t past = fastgemm::kSmallChunkPastBytes / 256;  // k of a 256-byte-row B that chunks
+    report(!small(100000, 64, past + 1, 4), "small_shape: small_chunked_any 0 leaves chunked B to the other rules");
+    ks.tuning.small_chunked_any = 1;
+    report(small(100000, 64, past + 1, 4) && small(100000, 32, past + 1, 8) && !small(100000, 64, past, 4) &&
+               !small(100000, 65, 100 * past, 4),
+           "small_shape: B the small kernels chunk at any size");
 }
 
 void kernel_lookup_and_threads() {
@@ -528,7 +591,8 @@ void kernel_lookup_and_threads() {
                    t.small_max_work > 0 && t.head_min_slivers > 0 && t.few_rows_max_m >= 0 &&
                    t.few_rows_max_m <= fastgemm::kFewRowsMaxM && t.int8_few_rows_max_m >= 0 &&
                    t.small_narrow_bytes >= 0 && t.a_in_place_slivers >= 0 && t.small_max_b_l1s >= 0 &&
-                   t.small_columns_max_m >= 0 && t.f32_dots_max_side >= 0 && t.f64_dots_max_side >= 0,
+                   t.small_columns_max_m >= 0 && t.f32_dots_max_side >= 0 && t.f64_dots_max_side >= 0 &&
+                   (t.small_chunked_any == 0 || t.small_chunked_any == 1),
                std::string("find_kernels and tuning of ") + ks->name);
     }
     expect_throw<std::invalid_argument>("find_kernels: unknown name", [] { fastgemm::find_kernels("nope", false); });
@@ -1232,6 +1296,8 @@ void all_cases(const fastgemm::KernelSet& ks) {
     copy_columns<double>(ks);
     dots_check<float>(ks);
     dots_check<double>(ks);
+    small_chunks_check<float>(ks);
+    small_chunks_check<double>(ks);
     few_rows_check<float, float>(ks, ks.f32, "float32", ks.f32.lanes);
     few_rows_check<double, double>(ks, ks.f64, "float64", ks.f64.lanes);
     few_rows_check<fastgemm::bfloat16_t, float>(ks, ks.lowp.bf16, "bfloat16", ks.f32.lanes);

@@ -6,6 +6,7 @@
 // otherwise keep an AVX-512 copy and hand it to baseline code).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -26,6 +27,20 @@ template <typename V>
 constexpr int small_prefetch_b<V, std::void_t<decltype(V::kSmallPrefetchB)>> = V::kSmallPrefetchB;
 constexpr int64_t kSmallPrefetchMaxM = 4;
 
+// The raw sums of C's elements carried from one k chunk of a product to the next (small's
+// k chunks): the accumulators start from `from` (null: zero) and, when `to` is set, are left
+// there unscaled instead of finishing C. Rows rs apart, columns as C's. Each element then sums
+// its k products in the same order as without chunks, so the bits are the same.
+template <typename T>
+struct SmallSums {
+    const T* from = nullptr;
+    T* to = nullptr;
+    int64_t rs = 0;
+    SmallSums at(int64_t i, int64_t j) const {
+        return {from ? from + i * rs + j : nullptr, to ? to + i * rs + j : nullptr, rs};
+    }
+};
+
 // RG rows x NV vectors of C: RG x NV independent accumulators hide the FMA latency that one
 // row's chain over k would expose, and each B vector loaded serves RG rows. K > 0 fixes the
 // depth at compile time (the k loop unrolls fully); FULL: every vector is whole, so no masks
@@ -33,15 +48,16 @@ constexpr int64_t kSmallPrefetchMaxM = 4;
 template <typename V, int RG, int NV, int K, bool FULL>
 inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                        const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
-                       const typename V::mask* mk, int pf = 0) {
+                       const typename V::mask* mk, int pf = 0, SmallSums<typename V::T> sums = {}) {
     using T = typename V::T;
     using R = typename V::reg;
     constexpr int W = V::W;
+    auto load = [&](const T* p, int j) { return FULL ? V::loadu(p + j * W) : V::maskz_loadu(mk[j], p + j * W); };
     R acc[RG][NV];
 #pragma GCC unroll 8
     for (int r = 0; r < RG; ++r)
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) acc[r][j] = V::zero();
+        for (int j = 0; j < NV; ++j) acc[r][j] = sums.from ? V::loadu(sums.from + r * sums.rs + j * W) : V::zero();
     auto step = [&](int64_t p) {
         const T* bp = b + p * rsb;
         if (pf && p + pf < k)
@@ -49,7 +65,7 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
             for (int j = 0; j < NV; ++j) __builtin_prefetch(bp + pf * rsb + j * W, 0, 3);
         R bv[NV];
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) bv[j] = FULL ? V::loadu(bp + j * W) : V::maskz_loadu(mk[j], bp + j * W);
+        for (int j = 0; j < NV; ++j) bv[j] = load(bp, j);
 #pragma GCC unroll 8
         for (int r = 0; r < RG; ++r) {
             const R av = V::set1(a[r * rsa + p * csa]);
@@ -63,6 +79,13 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
     } else {
         for (int64_t p = 0; p < k; ++p) step(p);
     }
+    if (sums.to) {
+#pragma GCC unroll 8
+        for (int r = 0; r < RG; ++r)
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; ++j) V::storeu(sums.to + r * sums.rs + j * W, acc[r][j]);
+        return;
+    }
     const R va = V::set1(alpha), vb = V::set1(beta);
 #pragma GCC unroll 8
     for (int r = 0; r < RG; ++r) {
@@ -70,13 +93,9 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
 #pragma GCC unroll 4
         for (int j = 0; j < NV; ++j) {
             R x = V::mul(acc[r][j], va);
-            if (FULL) {
-                if (beta != T(0)) x = V::fmadd(vb, V::loadu(cr + j * W), x);
-                V::storeu(cr + j * W, x);
-            } else {
-                if (beta != T(0)) x = V::fmadd(vb, V::maskz_loadu(mk[j], cr + j * W), x);
-                V::mask_storeu(cr + j * W, mk[j], x);
-            }
+            if (beta != T(0)) x = V::fmadd(vb, load(cr, j), x);
+            if (FULL) V::storeu(cr + j * W, x);
+            else V::mask_storeu(cr + j * W, mk[j], x);
         }
     }
 }
@@ -88,56 +107,82 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
 template <typename V, int NV, int K, bool FULL>
 inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                         const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
-                        const typename V::mask* mk) {
+                        const typename V::mask* mk, SmallSums<typename V::T> sums = {}) {
     // Only the 4-row and last groups can belong to a product of kSmallPrefetchMaxM rows.
     const int pf = m <= kSmallPrefetchMaxM ? small_prefetch_b<V> : 0;
     int64_t i = 0;
+    auto rows = [&](auto rg, int pfi) {
+        small_rows<V, decltype(rg)::value, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc,
+                                                        mk, pfi, sums.at(i, 0));
+    };
     if constexpr (NV == 1)
-        for (; i + 8 <= m; i += 8)
-            small_rows<V, 8, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
+        for (; i + 8 <= m; i += 8) rows(std::integral_constant<int, 8>{}, 0);
     if constexpr (NV == 2)
-        for (; m - i >= 10 || m - i == 6 || m - i == 9; i += 6)
-            small_rows<V, 6, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk);
-    for (; i + 4 <= m; i += 4)
-        small_rows<V, 4, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk, pf);
+        for (; m - i >= 10 || m - i == 6 || m - i == 9; i += 6) rows(std::integral_constant<int, 6>{}, 0);
+    for (; i + 4 <= m; i += 4) rows(std::integral_constant<int, 4>{}, pf);
     switch (m - i) {
-        case 3:
-            return small_rows<V, 3, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk,
-                                                 pf);
-        case 2:
-            return small_rows<V, 2, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk,
-                                                 pf);
-        case 1:
-            return small_rows<V, 1, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk,
-                                                 pf);
+        case 3: return rows(std::integral_constant<int, 3>{}, pf);
+        case 2: return rows(std::integral_constant<int, 2>{}, pf);
+        case 1: return rows(std::integral_constant<int, 1>{}, pf);
         default: return;
     }
 }
 
-// Any m x n x k: panels of PV vectors (PV is per ISA: a row group of small_panel x PV vectors
-// of accumulators, plus the PV B vectors, must fit the register file), the last one as narrow
-// as it can be.
+// Any m x n x k in one pass over k: panels of PV vectors (PV is per ISA: a row group of
+// small_panel x PV vectors of accumulators, plus the PV B vectors, must fit the register
+// file), the last one as narrow as it can be.
 template <typename V, int PV>
-void small(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
-           const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
+void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+                const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
+                SmallSums<typename V::T> sums) {
     static_assert(PV >= 1 && PV <= 4, "one case per panel width");
     constexpr int W = V::W;
     int64_t j = 0;
     for (; j + PV * W <= n; j += PV * W)
-        small_panel<V, PV, 0, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, nullptr);
+        small_panel<V, PV, 0, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, nullptr, sums.at(0, j));
     if (j == n) return;
     typename V::mask mk[PV];
 #pragma GCC unroll 4
     for (int v = 0; v < PV; ++v) mk[v] = V::lanes(int(n - j - v * W));
+    auto panel = [&](auto nv) {
+        small_panel<V, decltype(nv)::value, 0, false>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, mk,
+                                                      sums.at(0, j));
+    };
     switch ((n - j + W - 1) / W) {
-        case 1: return small_panel<V, 1, 0, false>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, mk);
-        case 2:
-            return small_panel<V, 2 <= PV ? 2 : 1, 0, false>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc,
-                                                             mk);
-        case 3:
-            return small_panel<V, 3 <= PV ? 3 : 1, 0, false>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc,
-                                                             mk);
-        default: return small_panel<V, PV, 0, false>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, mk);
+        case 1: return panel(std::integral_constant<int, 1>{});
+        case 2: return panel(std::integral_constant<int, 2 <= PV ? 2 : 1>{});
+        case 3: return panel(std::integral_constant<int, 3 <= PV ? 3 : 1>{});
+        default: return panel(std::integral_constant<int, PV>{});
+    }
+}
+
+// A B that small_chunks_b chunks (kernel.hpp): every row group of a block of C's rows goes
+// through a k chunk of B before the next, so each group rereads the chunk from L1, where in one
+// pass it would reread all of B from L2 or beyond while A's rows stream past. The block's raw
+// sums wait on the stack between chunks (kSmallSumsBytes: 64 rows or more, as B's rows are at
+// most kSmallChunkBytes / kSmallChunkMinK bytes). See docs/DESIGN.md, "Small products".
+constexpr int64_t kSmallSumsBytes = 16 * 1024;
+
+// Any m x n x k: small_pass, over all of k or in k chunks.
+template <typename V, int PV>
+void small(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+           const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
+    using T = typename V::T;
+    const int64_t row_bytes = n * int64_t(sizeof(T));
+    if (!small_chunks_b(row_bytes, k)) return small_pass<V, PV>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, {});
+    constexpr int64_t sums_elems = kSmallSumsBytes / int64_t(sizeof(T));
+    alignas(64) T sums[sums_elems];
+    // Rows of whole vectors: the partial panel's sums need no masks (microcoded stores on AMD).
+    const int64_t rs = (n + V::W - 1) / V::W * V::W;
+    const int64_t depth = kSmallChunkBytes / row_bytes, block = sums_elems / rs;
+    for (int64_t i = 0; i < m; i += block) {
+        const int64_t rows = std::min(block, m - i);
+        for (int64_t p = 0; p < k; p += depth) {
+            const int64_t d = std::min(depth, k - p);
+            const SmallSums<T> s{p == 0 ? nullptr : sums, p + d < k ? sums : nullptr, rs};
+            small_pass<V, PV>(rows, n, d, alpha, a + i * rsa + p * csa, rsa, csa, b + p * rsb, rsb, beta, c + i * rsc,
+                              rsc, s);
+        }
     }
 }
 
