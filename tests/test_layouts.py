@@ -20,7 +20,10 @@ from gemm_check import (
 
 def shapes_for(kernel, dtype):
     mr, nr, _, kc, _ = tiles(kernel, dtype)
-    return [(0, 3, 2), (2, 3, 0), (1, 1, 1), (mr + 1, nr - 1, 7), (mr - 1, nr + 1, kc + 1), (13, 17, 19)]
+    # 13 x 20 with a B of 256 KiB and a row: the small kernels take it in k chunks (kernel.hpp,
+    # small_chunks_b), A by rows or, up to 48 rows, by columns.
+    chunked = (13, 20, 262144 // (20 * np.dtype(dtype).itemsize) + 1)
+    return [(0, 3, 2), (2, 3, 0), (1, 1, 1), (mr + 1, nr - 1, 7), (mr - 1, nr + 1, kc + 1), (13, 17, 19), chunked]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

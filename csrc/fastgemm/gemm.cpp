@@ -79,9 +79,14 @@ void small_epilogue(const KernelTable<T>& uk, const SmallProduct<T>& sp, View<T>
 // there, and from L2 while all of A does: past both every group reads A from memory (16 x 4096 x
 // 16 float64 ran at half NumPy's speed); the packed path reads such an A once. Past
 // tuning.small_columns_max_m rows (C wider than a narrow one) the blocked path's tile wins even
-// then; see docs/DESIGN.md, "Operands stored by columns".
+// then. With B in k chunks (small_chunks_b) a group's lines of A are reused within the chunk:
+// up to kChunkedColumnsMaxM rows that beat the packed path (x.T @ y, float64 20 x 20 x 3000
+// 0.89x -> 1.24x NumPy; 200 rows lost 28%); see docs/DESIGN.md, "Operands stored by columns".
+constexpr int64_t kChunkedColumnsMaxM = 48;
+
 bool small_reads_a(const Tuning& t, int64_t m, int64_t n, int64_t k, int64_t csa, int64_t elem_bytes) {
     if (csa == 1) return true;
+    if (t.small_chunked_any && m <= kChunkedColumnsMaxM && small_chunks_b(n * elem_bytes, k)) return true;
     if (t.small_columns_max_m > 0 && m > t.small_columns_max_m && n * elem_bytes > t.small_narrow_bytes) return false;
     return k * 64 <= int64_t(caches().l1d.size) / 2 ||
            double(m) * double(k) * double(elem_bytes) <= double(caches().l2.size) / 4;
