@@ -241,10 +241,12 @@ void run_dots(const KernelTable<T>& uk, int64_t shorter, int64_t longer, int64_t
 }
 
 // Whether try_dots takes the product: 1 for few rows, 2 for few columns, 0 not. Past
-// kDotsMaxSide, products with A's rows and B's columns both along k (x @ W.T, nothing to copy)
-// up to tuning.f32_dots_max_side (float32) or f64_dots_max_side (float64) rows or columns, k
-// from kDotsWideMinK and at least 4 times the long side, the long operand within half of L2
-// (it is reread per 3 rows); see docs/DESIGN.md, "Dot products".
+// kDotsMaxSide, products with A's rows and B's columns both along k (x @ W.T, nothing to copy):
+// up to tuning.dots_rows_max_m rows with k at least a quarter of the long side and the long
+// operand within half of L3 (8 x 256 x 256 float64 0.91x -> 1.40x NumPy; W is reread per 3
+// rows, and 8 x 4096 x 4096 lost 5%); or up to tuning.f32_dots_max_side (float32) or
+// f64_dots_max_side (float64) rows or columns, k from kDotsWideMinK and at least 4 times the
+// long side, the long operand within half of L2; see docs/DESIGN.md, "Dot products".
 constexpr int64_t kDotsWideMinK = 512;
 
 template <typename T>
@@ -253,7 +255,11 @@ int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
     if (k < kDotsMinK) return 0;
     if (c.rows <= kDotsMaxSide && b.rs == 1) return 1;
     if (c.cols <= kDotsMaxSide && a.cs == 1) return 2;
-    if (a.cs != 1 || b.rs != 1 || k < kDotsWideMinK) return 0;
+    if (a.cs != 1 || b.rs != 1) return 0;
+    if (c.rows <= t.dots_rows_max_m && 4 * k >= c.cols &&
+        2.0 * double(c.cols) * double(k) * double(sizeof(T)) <= double(caches().l3.size))
+        return 1;
+    if (k < kDotsWideMinK) return 0;
     const int64_t max_side = sizeof(T) == 4 ? t.f32_dots_max_side : t.f64_dots_max_side;
     auto fits = [&](int64_t shorter, int64_t longer) {
         return shorter <= max_side && k >= 4 * longer &&

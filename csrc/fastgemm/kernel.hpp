@@ -136,6 +136,8 @@ struct Tuning {
     int64_t f64_dots_max_side;  // the same for float64
     int64_t small_chunked_any;  // 1: products whose B the small kernels take in chunks (small_chunks_b) go to them at
                                 // any work and any size of B
+    int64_t dots_rows_max_m;    // x @ W.T up to this many rows as dot products from k = 128 (k at least a quarter of
+                                // W's rows, W within half of L3; 0: up to 4 rows only)
 };
 
 // Low-precision inputs (S = bfloat16_t or float16_t) on the float32 kernels: packers that

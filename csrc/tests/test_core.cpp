@@ -433,7 +433,7 @@ void dots_check(const fastgemm::KernelSet& ks) {
     const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
     const int64_t w = uk.lanes;
     const T nan = std::numeric_limits<T>::quiet_NaN();
-    for (int64_t m : {1, 2, 3, 4, 7})
+    for (int64_t m : {1, 2, 3, 4, 7, 8})
         for (int64_t n : {1, 3, 4, 5, 9})
             for (int64_t k : {int64_t(1), w - 1, w, w + 1, 3 * w + 2})
                 for (T beta : {T(0), T(2)}) {
@@ -595,7 +595,7 @@ void kernel_lookup_and_threads() {
                    t.few_rows_max_m <= fastgemm::kFewRowsMaxM && t.int8_few_rows_max_m >= 0 &&
                    t.small_narrow_bytes >= 0 && t.a_in_place_slivers >= 0 && t.small_max_b_l1s >= 0 &&
                    t.small_columns_max_m >= 0 && t.f32_dots_max_side >= 0 && t.f64_dots_max_side >= 0 &&
-                   (t.small_chunked_any == 0 || t.small_chunked_any == 1),
+                   (t.small_chunked_any == 0 || t.small_chunked_any == 1) && t.dots_rows_max_m >= 0,
                std::string("find_kernels and tuning of ") + ks->name);
     }
     expect_throw<std::invalid_argument>("find_kernels: unknown name", [] { fastgemm::find_kernels("nope", false); });

@@ -274,7 +274,7 @@ struct Avx2I8 {
 // or columns as dot products in both types ("Dot products"). Head columns only matter in place; see
 // docs/DESIGN.md, "Measured decisions".
 constexpr KernelSet avx2_kernels{
-    "avx2", "AVX2+FMA", &runs_avx2, Tuning{0, 0, int64_t(128) * 128 * 128, 16, 6, 12, 80, 4, 0, 0, 24, 24, 1},
+    "avx2", "AVX2+FMA", &runs_avx2, Tuning{0, 0, int64_t(128) * 128 * 128, 16, 6, 12, 80, 4, 0, 0, 24, 24, 1, 8},
     kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(), kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
     kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(), kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
     kernels::lowp_kernels<Avx2F32, Avx2Bf16, Avx2F16, Avx2Narrow, 6, 2>(),
