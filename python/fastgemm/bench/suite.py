@@ -98,13 +98,15 @@ SMALL = (4, 8, 16, 32, 48, 96)
 ODD = ((127, 129, 131), (1000, 1000, 1000))
 # Neither square nor a model layer (m, n, k, layout): points through a 3 x 3 transform, an
 # outer-product-like k = 3, a 10-class linear model, a small layer x @ W.T (W stored out x in),
-# and a narrow product whose A is a transposed view.
+# a narrow product whose A is a transposed view, and a Gram matrix X.T @ X of 20 features over
+# 20000 samples.
 RECT = (
     (3000, 3, 3, "contiguous"),
     (3000, 3000, 3, "contiguous"),
     (2000, 10, 1000, "contiguous"),
     (8, 256, 256, "B.T"),
     (130, 20, 1000, "A.T"),
+    (20, 20, 20000, "A.T"),
 )
 LLM = (
     ("llm", 2048, 11008, 4096),  # prefill: 2048 tokens through an MLP up-projection
