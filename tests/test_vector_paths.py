@@ -218,9 +218,9 @@ def test_a_by_columns_read_in_place(kernel, dtype, shape, trans_b, beta):
 # Few rows or few columns of C with operands stored either way (docs/DESIGN.md, "Dot products"
 # and "Few rows"): dot products of rows along k (at most 4 rows or columns, k from 128; the short
 # side copied along k when it is not; x @ W.T on AVX2 up to 8 rows with k from a quarter of n,
-# float32 on AVX-512 up to 24 rows or columns from k = 512), and a narrow C with A stored by columns through C^T's few rows (2-6 columns, k from
-# 16); k around the vector widths and both lines, n and m around the dot kernel's 3- and 4-wide
-# blocks and past a thread's piece.
+# float32 on AVX-512 up to 24 rows or columns from k = 512), and a narrow C with A stored by
+# columns through C^T's few rows (2-6 columns, k from 16); k around the vector widths and both
+# lines, n and m around the dot kernel's 3- and 4-wide blocks and past a thread's piece.
 FEW_SHAPES = [
     (20, 23, 1000),
     (100, 24, 512),

@@ -81,7 +81,7 @@ void small_epilogue(const KernelTable<T>& uk, const SmallProduct<T>& sp, View<T>
 // tuning.small_columns_max_m rows (C wider than a narrow one) the blocked path's tile wins even
 // then. With B in k chunks (small_chunks_b) a group's lines of A are reused within the chunk:
 // up to kChunkedColumnsMaxM rows that beat the packed path (x.T @ y, float64 20 x 20 x 3000
-// 0.89x -> 1.24x NumPy; 200 rows lost 28%); see docs/DESIGN.md, "Operands stored by columns".
+// 0.91x -> 1.33x NumPy; 200 rows lost 28%); see docs/DESIGN.md, "Operands stored by columns".
 constexpr int64_t kChunkedColumnsMaxM = 48;
 
 bool small_reads_a(const Tuning& t, int64_t m, int64_t n, int64_t k, int64_t csa, int64_t elem_bytes) {
@@ -243,7 +243,7 @@ void run_dots(const KernelTable<T>& uk, int64_t shorter, int64_t longer, int64_t
 // Whether try_dots takes the product: 1 for few rows, 2 for few columns, 0 not. Past
 // kDotsMaxSide, products with A's rows and B's columns both along k (x @ W.T, nothing to copy):
 // up to tuning.dots_rows_max_m rows with k at least a quarter of the long side and the long
-// operand within half of L3 (8 x 256 x 256 float64 0.91x -> 1.40x NumPy; W is reread per 3
+// operand within half of L3 (8 x 256 x 256 float64 0.88x -> 1.35x NumPy; W is reread per 3
 // rows, and 8 x 4096 x 4096 lost 5%); or up to tuning.f32_dots_max_side (float32) or
 // f64_dots_max_side (float64) rows or columns, k from kDotsWideMinK and at least 4 times the
 // long side, the long operand within half of L2; see docs/DESIGN.md, "Dot products".
