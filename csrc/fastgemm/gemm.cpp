@@ -404,6 +404,9 @@ namespace {
 // groups (up to 48 rows), but not where B's rows are whole lines (power-of-two widths, measured:
 // the packed path ran 1.07-1.5x), nor for 2 to few_rows_max_m rows from k = 128 (few_rows
 // streams B once); see docs/DESIGN.md, "Small products".
+constexpr int64_t kChunkedNarrowBytes = 256;
+constexpr int64_t kChunkedWideMaxM = 32;
+
 bool b_reread_pays(const Tuning& t, int64_t m, int64_t n, int64_t k, int64_t elem_bytes) {
     if (m <= t.few_rows_max_m) return k < 128;
     return m <= 48 && n * elem_bytes % 64 != 0;
@@ -416,8 +419,12 @@ bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t e
     // an 8-byte product twice (its vectors hold half the elements; docs/DESIGN.md, "Small products").
     const Tuning& t = ks.tuning;
     // A B the small kernels take in chunks kept in L1 beat the packed tile at every size
-    // measured (narrow C up to 4000 x 64 x 4000 float32); see docs/DESIGN.md, "Small products".
-    if (t.small_chunked_any && small_chunks_b(n * elem_bytes, k)) return true;
+    // measured with rows of C up to kChunkedNarrowBytes (up to 4000 x 64 x 4000 float32), and
+    // for wider rows up to kChunkedWideMaxM of them (64 x 128 x 4000 float32 lost 0.80x); see
+    // docs/DESIGN.md, "Small products".
+    if (t.small_chunked_any && small_chunks_b(n * elem_bytes, k) &&
+        (n * elem_bytes <= kChunkedNarrowBytes || m <= kChunkedWideMaxM))
+        return true;
     const double b_bytes = double(n) * double(k) * double(elem_bytes);
     // Narrow C at any work with B of at most 3/4 of L2: a B filling L2 (8192 x 64 x 8192 float32,
     // 2 MiB) lost 0.73x to the packed path; 1.5 MiB still won 1.10x.

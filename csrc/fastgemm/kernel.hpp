@@ -108,11 +108,11 @@ struct KernelTable {
 
 // The small kernels take a B past kSmallChunkPastBytes in k chunks of kSmallChunkBytes (half
 // of a 32 KiB L1, so each row group rereads its chunk from L1) when its rows are at most
-// kSmallChunkBytes / kSmallChunkMinK bytes (shorter chunks lost more to carrying the sums
-// between them than they saved; a B within L2 lost 5-10% to chunks on many rows); see
-// docs/DESIGN.md, "Small products".
+// kSmallChunkBytes / kSmallChunkMinK bytes (a B within L2 lost 5-10% to chunks on many rows,
+// and 20-step chunks lost to carrying the sums between them); see docs/DESIGN.md, "Small
+// products".
 constexpr int64_t kSmallChunkBytes = 16 * 1024;
-constexpr int64_t kSmallChunkMinK = 64;
+constexpr int64_t kSmallChunkMinK = 32;
 constexpr int64_t kSmallChunkPastBytes = 256 * 1024;
 constexpr bool small_chunks_b(int64_t row_bytes, int64_t k) {
     return row_bytes * kSmallChunkMinK <= kSmallChunkBytes && k * row_bytes > kSmallChunkPastBytes;

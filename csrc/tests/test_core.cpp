@@ -584,7 +584,10 @@ void small_shape_table() {
     ks.tuning.small_chunked_any = 1;
     report(small(100000, 64, past + 1, 4) && small(100000, 32, past + 1, 8) && !small(100000, 64, past, 4) &&
                !small(100000, 65, 100 * past, 4),
-           "small_shape: B the small kernels chunk at any size");
+           "small_shape: B the small kernels chunk at any size, rows of C up to 256 bytes");
+    report(
+        small(32, 128, past, 4) && !small(33, 128, past, 4) && small(32, 64, past, 8) && !small(32, 129, 100 * past, 4),
+        "small_shape: B the small kernels chunk, wider rows up to 32 of them");
 }
 
 void kernel_lookup_and_threads() {
