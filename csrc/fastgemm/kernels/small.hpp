@@ -159,7 +159,7 @@ void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const type
 // A B that small_chunks_b chunks (kernel.hpp): every row group of a block of C's rows goes
 // through a k chunk of B before the next, so each group rereads the chunk from L1, where in one
 // pass it would reread all of B from L2 or beyond while A's rows stream past. The block's raw
-// sums wait on the stack between chunks (kSmallSumsBytes: 64 rows or more, as B's rows are at
+// sums wait on the stack between chunks (kSmallSumsBytes: 32 rows or more, as B's rows are at
 // most kSmallChunkBytes / kSmallChunkMinK bytes). See docs/DESIGN.md, "Small products".
 constexpr int64_t kSmallSumsBytes = 16 * 1024;
 
