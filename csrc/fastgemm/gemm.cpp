@@ -404,6 +404,7 @@ namespace {
 // groups (up to 48 rows), but not where B's rows are whole lines (power-of-two widths, measured:
 // the packed path ran 1.07-1.5x), nor for 2 to few_rows_max_m rows from k = 128 (few_rows
 // streams B once); see docs/DESIGN.md, "Small products".
+// How far small_shape sends a chunked B to the small kernels (below).
 constexpr int64_t kChunkedNarrowBytes = 256;
 constexpr int64_t kChunkedWideMaxM = 32;
 
@@ -420,7 +421,7 @@ bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t e
     const Tuning& t = ks.tuning;
     // A B the small kernels take in chunks kept in L1 beat the packed tile at every size
     // measured with rows of C up to kChunkedNarrowBytes (up to 4000 x 64 x 4000 float32), and
-    // for wider rows up to kChunkedWideMaxM of them (64 x 128 x 4000 float32 lost 0.80x); see
+    // for wider rows up to kChunkedWideMaxM of them (64 x 128 x 4000 float32 lost 0.79x); see
     // docs/DESIGN.md, "Small products".
     if (t.small_chunked_any && small_chunks_b(n * elem_bytes, k) &&
         (n * elem_bytes <= kChunkedNarrowBytes || m <= kChunkedWideMaxM))

@@ -135,7 +135,7 @@ struct Tuning {
     int64_t f32_dots_max_side;  // float32 x @ W.T: dot products up to this many rows or columns of C past 4 (k >= 512)
     int64_t f64_dots_max_side;  // the same for float64
     int64_t small_chunked_any;  // 1: products whose B the small kernels take in chunks (small_chunks_b) go to them at
-                                // any work and any size of B
+                                // any work and any size of B (rows of C past 256 bytes: up to 32 rows)
     int64_t dots_rows_max_m;    // x @ W.T up to this many rows as dot products from k = 128 (k at least a quarter of
                                 // W's rows, W within half of L3; 0: up to 4 rows only)
 };

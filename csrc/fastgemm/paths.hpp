@@ -65,7 +65,7 @@ using SmallProduct = Oriented<T, T>;
 // within tuning.small_max_b_l1s L1s or few rows, or C's rows within tuning.small_narrow_bytes
 // (packing A for one or two slivers costs more than the packed tile saves); or, where
 // tuning.small_chunked_any, a B the small kernels take in k chunks (small_chunks_b) at any
-// size; see docs/DESIGN.md, "Small products".
+// size (rows of C past 256 bytes: up to 32 rows); see docs/DESIGN.md, "Small products".
 bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t elem_bytes);
 
 // Whether KernelTable::small_stack takes this product (m, n, k >= 1) on kernel set ks, and how:
