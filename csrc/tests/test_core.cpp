@@ -481,12 +481,12 @@ void small_chunks_check(const fastgemm::KernelSet& ks) {
     auto rnd = [&] { return T(int64_t((seed = seed * 1664525u + 1013904223u) >> 8) % 2001 - 1000) / T(997); };
     for (int64_t n : {int64_t(uk.lanes) + 1, int64_t(uk.nr), int64_t(20), widest}) {
         const int64_t depth = fastgemm::kSmallChunkBytes / (n * es), past = fastgemm::kSmallChunkPastBytes / (n * es);
-        for (int64_t k : {past + 1, past + depth - 1})
+        for (int64_t k : {past + 1, past + depth - 1}) {
+            report(fastgemm::small_chunks_b(n * es, k) && !fastgemm::small_chunks_b(nw * es, k),
+                   "small_chunks_b for the chunk check");
             for (int64_t m : {int64_t(3), int64_t(13), n == widest ? depth + 5 : 0})
                 for (T beta : {T(0), T(-0.5)}) {
                     if (m == 0) continue;
-                    report(fastgemm::small_chunks_b(n * es, k) && !fastgemm::small_chunks_b(nw * es, k),
-                           "small_chunks_b for the chunk check");
                     std::vector<T> a(size_t(m * k)), b(size_t(k * nw)), c0(size_t(m * nw));
                     for (T& x : a) x = rnd();
                     for (T& x : b) x = rnd();
@@ -506,8 +506,8 @@ void small_chunks_check(const fastgemm::KernelSet& ks) {
                             same = same && (c[e] == one[e] || !fused);
                             double ref = 0, mag = 0;
                             for (int64_t p = 0; p < k; ++p) {
-                                ref += double(a[size_t(i * k + p)]) * double(b[size_t(p * nw + j)]);
-                                mag += std::fabs(double(a[size_t(i * k + p)]) * double(b[size_t(p * nw + j)]));
+                                const double t = double(a[size_t(i * k + p)]) * double(b[size_t(p * nw + j)]);
+                                ref += t, mag += std::fabs(t);
                             }
                             ref = 0.75 * ref + double(beta) * double(c0[e]);
                             mag = 0.75 * mag + std::fabs(double(beta) * double(c0[e]));
@@ -518,6 +518,7 @@ void small_chunks_check(const fastgemm::KernelSet& ks) {
                                               std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
                                               (beta == T(0) ? " beta 0" : " beta -0.5"));
                 }
+        }
     }
 }
 
