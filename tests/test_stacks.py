@@ -37,9 +37,10 @@ def test_square_stacks(kernel, n, dtype):
 
 
 # (64, 128, 64) to (64, 1024, 8) have 64+ rows and B rows 512, 1024 or 4096 bytes apart (as
-# float32; twice as far as float64), which crowd a few L1 sets: such items go one by one
-# through gemm, which copies B with its rows apart. The last two are narrow items past the
-# small kernels' work cap (on AVX2 narrow C takes them at any size).
+# float32; twice as far as float64), which crowd a few L1 sets: a single such product copies B
+# with its rows apart, a stack reads each item's B in place and prefetches the next item's
+# operands (items of 8 KiB up). The last two are narrow items past the small kernels' work cap
+# (on AVX2 narrow C takes them at any size).
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
@@ -68,7 +69,7 @@ def test_rectangular_stacks(kernel, shape, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n", (3, 8, 16))
+@pytest.mark.parametrize("n", (3, 8, 16, 32))
 @pytest.mark.parametrize(
     "layout",
     [

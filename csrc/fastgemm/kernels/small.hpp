@@ -41,17 +41,65 @@ struct SmallSums {
     }
 };
 
+// The lines of a stack's next item (its B, then A, then C) that small_stack has the current
+// item's row groups prefetch into L2, `per` lines a k step: the items of a stack past L2 come
+// from memory, and a core that reads them only when it needs them waits for each (float64
+// 1000 x 64^3 ran at 60% of the speed of the same items in L2). See docs/DESIGN.md, "Small
+// products".
+struct NextItem {
+    const char* lo[3] = {};
+    const char* hi[3] = {};
+    int r = 3;          // the region being prefetched; 3: none left
+    int per = 1;        // lines a k step
+    int64_t steps = 0;  // k steps the row groups took, which sets the next item's `per`
+
+    // The region [lo, hi) of one operand, skipped when it spans more than twice its elements (a
+    // strided view: most of the lines would be gaps).
+    template <typename T>
+    void add(int i, const T* base, int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+        const int64_t first = std::min<int64_t>(0, (rows - 1) * rs) + std::min<int64_t>(0, (cols - 1) * cs);
+        const int64_t last = std::max<int64_t>(0, (rows - 1) * rs) + std::max<int64_t>(0, (cols - 1) * cs);
+        if (last - first >= 2 * rows * cols) return;
+        lo[i] = reinterpret_cast<const char*>(base + first);
+        hi[i] = reinterpret_cast<const char*>(base + last + 1);
+        r = 0;
+    }
+    int64_t lines() const {
+        int64_t n = 0;
+        for (int i = 0; i < 3; ++i) n += (hi[i] - lo[i] + 63) / 64;
+        return n;
+    }
+    // The lines for a row group of k steps, from where the last one stopped, within one region.
+    void take(int64_t k, const char*& from, const char*& to) {
+        steps += k;
+        while (r < 3 && lo[r] >= hi[r]) ++r;
+        if (r == 3) return;
+        from = lo[r];
+        to = std::min(hi[r], from + k * per * 64);
+        lo[r] = to;
+    }
+};
+
 // RG rows x NV vectors of C: RG x NV independent accumulators hide the FMA latency that one
 // row's chain over k would expose, and each B vector loaded serves RG rows. K > 0 fixes the
 // depth at compile time (the k loop unrolls fully); FULL: every vector is whole, so no masks
 // (a masked store is microcoded on AMD cores). pf > 0: B's rows prefetched pf steps ahead.
-template <typename V, int RG, int NV, int K, bool FULL>
+// AHEAD: `next` holds lines of a stack's next item to prefetch (a template argument: the
+// check in each k step cost single products of 80^3-96^3 4-6%).
+template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false>
 inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                        const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
-                       const typename V::mask* mk, int pf = 0, SmallSums<typename V::T> sums = {}) {
+                       const typename V::mask* mk, int pf = 0, SmallSums<typename V::T> sums = {},
+                       NextItem* next = nullptr) {
     using T = typename V::T;
     using R = typename V::reg;
     constexpr int W = V::W;
+    [[maybe_unused]] const char *ahead = nullptr, *ahead_end = nullptr;
+    [[maybe_unused]] int per = 0;
+    if constexpr (AHEAD) {
+        next->take(k, ahead, ahead_end);
+        per = next->per;
+    }
     auto load = [&](const T* p, int j) { return FULL ? V::loadu(p + j * W) : V::maskz_loadu(mk[j], p + j * W); };
     R acc[RG][NV];
 #pragma GCC unroll 8
@@ -60,6 +108,8 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
         for (int j = 0; j < NV; ++j) acc[r][j] = sums.from ? V::loadu(sums.from + r * sums.rs + j * W) : V::zero();
     auto step = [&](int64_t p) {
         const T* bp = b + p * rsb;
+        if constexpr (AHEAD)
+            for (int l = 0; l < per && ahead < ahead_end; ++l, ahead += 64) __builtin_prefetch(ahead, 0, 2);
         if (pf && p + pf < k)
 #pragma GCC unroll 4
             for (int j = 0; j < NV; ++j) __builtin_prefetch(bp + pf * rsb + j * W, 0, 3);
@@ -107,13 +157,18 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
 template <typename V, int NV, int K, bool FULL>
 inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                         const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
-                        const typename V::mask* mk, SmallSums<typename V::T> sums = {}) {
+                        const typename V::mask* mk, SmallSums<typename V::T> sums = {}, NextItem* next = nullptr) {
     // Only the 4-row and last groups can belong to a product of kSmallPrefetchMaxM rows.
     const int pf = m <= kSmallPrefetchMaxM ? small_prefetch_b<V> : 0;
     int64_t i = 0;
     auto rows = [&](auto rg, int pfi) {
-        small_rows<V, decltype(rg)::value, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc,
-                                                        mk, pfi, sums.at(i, 0));
+        constexpr int RG = decltype(rg)::value;
+        if (next)
+            small_rows<V, RG, NV, K, FULL, true>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk,
+                                                 pfi, sums.at(i, 0), next);
+        else
+            small_rows<V, RG, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk, pfi,
+                                           sums.at(i, 0));
     };
     if constexpr (NV == 1)
         for (; i + 8 <= m; i += 8) rows(std::integral_constant<int, 8>{}, 0);
@@ -134,19 +189,20 @@ inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typenam
 template <typename V, int PV>
 void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                 const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
-                SmallSums<typename V::T> sums) {
+                SmallSums<typename V::T> sums, NextItem* next) {
     static_assert(PV >= 1 && PV <= 4, "one case per panel width");
     constexpr int W = V::W;
     int64_t j = 0;
     for (; j + PV * W <= n; j += PV * W)
-        small_panel<V, PV, 0, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, nullptr, sums.at(0, j));
+        small_panel<V, PV, 0, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, nullptr, sums.at(0, j),
+                                    next);
     if (j == n) return;
     typename V::mask mk[PV];
 #pragma GCC unroll 4
     for (int v = 0; v < PV; ++v) mk[v] = V::lanes(int(n - j - v * W));
     auto panel = [&](auto nv) {
         small_panel<V, decltype(nv)::value, 0, false>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, mk,
-                                                      sums.at(0, j));
+                                                      sums.at(0, j), next);
     };
     switch ((n - j + W - 1) / W) {
         case 1: return panel(std::integral_constant<int, 1>{});
@@ -163,13 +219,15 @@ void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const type
 // most kSmallChunkBytes / kSmallChunkMinK bytes). See docs/DESIGN.md, "Small products".
 constexpr int64_t kSmallSumsBytes = 16 * 1024;
 
-// Any m x n x k: small_pass, over all of k or in k chunks.
+// Any m x n x k: small_pass, over all of k or in k chunks; next as small_rows'.
 template <typename V, int PV>
-void small(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
-           const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
+void small_ahead(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+                 const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
+                 NextItem* next) {
     using T = typename V::T;
     const int64_t row_bytes = n * int64_t(sizeof(T));
-    if (!small_chunks_b(row_bytes, k)) return small_pass<V, PV>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, {});
+    if (!small_chunks_b(row_bytes, k))
+        return small_pass<V, PV>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, {}, next);
     constexpr int64_t sums_elems = kSmallSumsBytes / int64_t(sizeof(T));
     alignas(64) T sums[sums_elems];
     // Rows of whole vectors: the partial panel's sums need no masks (microcoded stores on AMD).
@@ -181,9 +239,15 @@ void small(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename 
             const int64_t d = std::min(depth, k - p);
             const SmallSums<T> s{p == 0 ? nullptr : sums, p + d < k ? sums : nullptr, rs};
             small_pass<V, PV>(rows, n, d, alpha, a + i * rsa + p * csa, rsa, csa, b + p * rsb, rsb, beta, c + i * rsc,
-                              rsc, s);
+                              rsc, s, next);
         }
     }
+}
+
+template <typename V, int PV>
+void small(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+           const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
+    small_ahead<V, PV>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, nullptr);
 }
 
 // An N x N x N product fixed at compile time, N a multiple of the vector width, rows of A
@@ -192,7 +256,7 @@ void small(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename 
 // (32 registers; see docs/DESIGN.md, "Small products").
 template <typename V, int N, int PV>
 void square_fixed(typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t, const typename V::T* b,
-                  int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
+                  int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc, NextItem* next) {
     constexpr int W = V::W;
     static_assert(N % W == 0, "whole vectors only");
     constexpr int NV = N / W < PV ? N / W : PV;
@@ -205,8 +269,12 @@ void square_fixed(typename V::T alpha, const typename V::T* a, int64_t rsa, int6
     for (int j = 0; j < N; j += NV * W)
 #pragma GCC unroll 1
         for (int i = 0; i < N; i += RG)
-            small_rows<V, RG, NV, N, true>(N, alpha, a + i * rsa, rsa, 1, b + j, rsb, beta, c + i * rsc + j, rsc,
-                                           nullptr);
+            if (next)
+                small_rows<V, RG, NV, N, true, true>(N, alpha, a + i * rsa, rsa, 1, b + j, rsb, beta, c + i * rsc + j,
+                                                     rsc, nullptr, 0, {}, next);
+            else
+                small_rows<V, RG, NV, N, true>(N, alpha, a + i * rsa, rsa, 1, b + j, rsb, beta, c + i * rsc + j, rsc,
+                                               nullptr);
 }
 
 // A tiny N x N x N product narrower than one vector, in scalar code the compiler unrolls whole
@@ -238,9 +306,34 @@ struct HalfOf<V, std::void_t<typename V::half>> {
     using type = typename V::half;
 };
 
+// Items from kStackAheadBytes of A, B and C up get the next item's lines prefetched: smaller
+// ones lost to the extra instructions (float64 3000 x 12^3) or gained nothing (float32 32^3).
+constexpr int64_t kStackAheadBytes = 8 * 1024;
+
+// product(a, b, c, next) for each item of a run, next the lines of the item after it to
+// prefetch, or null (the last item, or items kStackAheadBytes leaves to the hardware). Each row
+// group takes `per` lines a k step, set from the steps the previous item took (the same for
+// every item) so that the lines are spread over the whole item.
 template <typename T, typename F>
-inline void each_item(const StackRun& s, const T* a, const T* b, T* c, F product) {
-    for (int64_t i = 0; i < s.count; ++i, a += s.sa, b += s.sb, c += s.sc) product(a, b, c);
+inline void each_item(const StackRun& s, int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
+                      const T* b, int64_t rsb, T* c, int64_t rsc, F product) {
+    const bool ahead = (m * k + k * n + m * n) * int64_t(sizeof(T)) >= kStackAheadBytes;
+    int per = 1;
+    for (int64_t i = 0; i < s.count; ++i, a += s.sa, b += s.sb, c += s.sc) {
+        if (!ahead || i + 1 == s.count) {
+            product(a, b, c, nullptr);
+            continue;
+        }
+        NextItem next;
+        next.per = per;
+        // An operand broadcast over the stack (stride 0) is already in cache.
+        if (s.sb != 0) next.add(0, b + s.sb, k, n, rsb, 1);
+        if (s.sa != 0) next.add(1, a + s.sa, m, k, rsa, csa);
+        next.add(2, c + s.sc, m, n, rsc, 1);
+        const int64_t lines = next.lines();
+        product(a, b, c, &next);
+        if (next.steps > 0) per = int(std::clamp<int64_t>((lines + next.steps - 1) / next.steps, 1, 4));
+    }
 }
 
 // A run of same-shaped small products (a stack, or one axis of it): the shape is decided once,
@@ -253,13 +346,17 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
     constexpr int W = V::W;
     // Items stored whole (every row stride N, the usual contiguous stack) get the strides as
     // constants: each load and store is then an immediate offset from the item's base.
-#define FASTGEMM_EACH(call, N)                                                                                         \
-    do {                                                                                                               \
-        if (rsa == N && rsb == N && rsc == N)                                                                          \
-            return each_item(s, a, b, c,                                                                               \
-                             [&](const T* ai, const T* bi, T* ci) { call(alpha, ai, N, 1, bi, N, beta, ci, N); });     \
-        return each_item(s, a, b, c,                                                                                   \
-                         [&](const T* ai, const T* bi, T* ci) { call(alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc); }); \
+#define FASTGEMM_EACH(call, N, ...)                                                                \
+    do {                                                                                           \
+        if (rsa == N && rsb == N && rsc == N)                                                      \
+            return each_item(s, m, n, k, a, N, 1, b, N, c, N,                                      \
+                             [&](const T* ai, const T* bi, T* ci, [[maybe_unused]] NextItem* nx) { \
+                                 call(alpha, ai, N, 1, bi, N, beta, ci, N __VA_ARGS__);            \
+                             });                                                                   \
+        return each_item(s, m, n, k, a, rsa, csa, b, rsb, c, rsc,                                  \
+                         [&](const T* ai, const T* bi, T* ci, [[maybe_unused]] NextItem* nx) {     \
+                             call(alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc __VA_ARGS__);        \
+                         });                                                                       \
     } while (0)
     if (m == n && n == k && csa == 1) {
         switch (n) {
@@ -270,26 +367,26 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
                 if constexpr (W > 3) FASTGEMM_EACH((square_tiny<V, 3>), 3);
                 break;
             case 4:
-                if constexpr (4 % W == 0) FASTGEMM_EACH((square_fixed<V, 4, PV>), 4);
+                if constexpr (4 % W == 0) FASTGEMM_EACH((square_fixed<V, 4, PV>), 4, , nx);
                 else FASTGEMM_EACH((square_tiny<V, 4>), 4);
                 break;  // not reached: both branches return
             case 8:
-                if constexpr (8 % W == 0) FASTGEMM_EACH((square_fixed<V, 8, PV>), 8);
+                if constexpr (8 % W == 0) FASTGEMM_EACH((square_fixed<V, 8, PV>), 8, , nx);
                 else if constexpr (8 % HalfOf<V>::type::W == 0)
-                    FASTGEMM_EACH((square_fixed<typename HalfOf<V>::type, 8, PV>), 8);
+                    FASTGEMM_EACH((square_fixed<typename HalfOf<V>::type, 8, PV>), 8, , nx);
                 break;
             case 16:
-                if constexpr (16 % W == 0) FASTGEMM_EACH((square_fixed<V, 16, PV>), 16);
+                if constexpr (16 % W == 0) FASTGEMM_EACH((square_fixed<V, 16, PV>), 16, , nx);
                 break;
             case 32:
-                if constexpr (32 % W == 0) FASTGEMM_EACH((square_fixed<V, 32, PV>), 32);
+                if constexpr (32 % W == 0) FASTGEMM_EACH((square_fixed<V, 32, PV>), 32, , nx);
                 break;
             default: break;
         }
     }
 #undef FASTGEMM_EACH
-    each_item(s, a, b, c, [&](const T* ai, const T* bi, T* ci) {
-        small<V, PV>(m, n, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc);
+    each_item(s, m, n, k, a, rsa, csa, b, rsb, c, rsc, [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
+        small_ahead<V, PV>(m, n, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc, nx);
     });
 }
 
