@@ -137,17 +137,23 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
         return;
     }
     const R va = V::set1(alpha), vb = V::set1(beta);
+    // alpha = 1 (every matmul) skips the multiply: RG x NV of them beside K x NV x RG FMAs is
+    // 1/K of the work (8^3: an eighth), and x * 1 is x, so the bits are the same.
+    auto finish = [&](auto scaled) {
 #pragma GCC unroll 8
-    for (int r = 0; r < RG; ++r) {
-        T* cr = c + r * rsc;
+        for (int r = 0; r < RG; ++r) {
+            T* cr = c + r * rsc;
 #pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) {
-            R x = V::mul(acc[r][j], va);
-            if (beta != T(0)) x = V::fmadd(vb, load(cr, j), x);
-            if (FULL) V::storeu(cr + j * W, x);
-            else V::mask_storeu(cr + j * W, mk[j], x);
+            for (int j = 0; j < NV; ++j) {
+                R x = decltype(scaled)::value ? V::mul(acc[r][j], va) : acc[r][j];
+                if (beta != T(0)) x = V::fmadd(vb, load(cr, j), x);
+                if (FULL) V::storeu(cr + j * W, x);
+                else V::mask_storeu(cr + j * W, mk[j], x);
+            }
         }
-    }
+    };
+    if (alpha == T(1)) finish(std::false_type{});
+    else finish(std::true_type{});
 }
 
 // One panel of C, NV vectors (n <= NV * W columns) wide, all m rows: groups of 8 rows when one
