@@ -163,7 +163,8 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
 template <typename V, int NV, int K, bool FULL>
 inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                         const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
-                        const typename V::mask* mk, SmallSums<typename V::T> sums = {}, NextItem* next = nullptr) {
+                        const typename V::mask* mk, const SmallSums<typename V::T>& sums = {},
+                        NextItem* next = nullptr) {
     // Only the 4-row and last groups can belong to a product of kSmallPrefetchMaxM rows.
     const int pf = m <= kSmallPrefetchMaxM ? small_prefetch_b<V> : 0;
     int64_t i = 0;
@@ -195,7 +196,7 @@ inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typenam
 template <typename V, int PV>
 void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                 const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
-                SmallSums<typename V::T> sums, NextItem* next) {
+                const SmallSums<typename V::T>& sums, NextItem* next) {
     static_assert(PV >= 1 && PV <= 4, "one case per panel width");
     constexpr int W = V::W;
     int64_t j = 0;
@@ -391,6 +392,35 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
         }
     }
 #undef FASTGEMM_EACH
+    // Items of one panel (n up to PV vectors, B not chunked): the panel's width and masks are
+    // decided once for the run, and each item is one small_panel call.
+    if (n <= PV * W && !small_chunks_b(n * int64_t(sizeof(T)), k)) {
+        typename V::mask mk[PV];
+        for (int v = 0; v < PV; ++v) mk[v] = V::lanes(int(n - v * W));
+        auto panels = [&](auto nv, auto full) {
+            each_item(s, m, n, k, a, rsa, csa, b, rsb, c, rsc, [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
+                small_panel<V, decltype(nv)::value, 0, decltype(full)::value>(m, k, alpha, ai, rsa, csa, bi, rsb, beta,
+                                                                              ci, rsc, mk, {}, nx);
+            });
+        };
+        auto width = [&](auto nv) {
+            if (n % W == 0) panels(nv, std::true_type{});
+            else panels(nv, std::false_type{});
+        };
+        switch ((n + W - 1) / W) {
+            case 1: return width(std::integral_constant<int, 1>{});
+            case 2:
+                if constexpr (PV >= 2) return width(std::integral_constant<int, 2>{});
+                break;
+            case 3:
+                if constexpr (PV >= 3) return width(std::integral_constant<int, 3>{});
+                break;
+            case 4:
+                if constexpr (PV >= 4) return width(std::integral_constant<int, 4>{});
+                break;
+            default: break;
+        }
+    }
     each_item(s, m, n, k, a, rsa, csa, b, rsb, c, rsc, [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
         small_ahead<V, PV>(m, n, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc, nx);
     });
