@@ -69,9 +69,9 @@ using SmallProduct = Oriented<T, T>;
 bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t elem_bytes);
 
 // Whether KernelTable::small_stack takes this product (m, n, k >= 1) on kernel set ks, and how:
-// small_shape, with C's and B's rows contiguous once oriented, A read well, and B's rows not
-// crowding L1 (such items go one by one through gemm, which copies B apart: 1000 x 64^3
-// float64 1.05x -> 1.10x NumPy; gemm.cpp).
+// small_shape, with C's and B's rows contiguous once oriented and A read well; B is read in
+// place even where its rows crowd L1 (small_stack prefetches the next item, which a copy of B
+// would wait for; gemm.cpp).
 template <typename T>
 bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, SmallProduct<T>& out);
 
