@@ -43,11 +43,14 @@ def edge_shapes(kernel, dtype):
             (mc + d, nr + 1, kc + 1),
             (2, nc + d, 3),
         }
+    # Widths whose last columns fit half a vector (AVX-512: 256-bit registers after whole
+    # vectors; kernels/small.hpp, half_tail), after 1-3 whole vectors or a whole panel.
+    shapes |= {(11, n, 13) for n in (4, 20, 28, 52, 56)}
     # The small kernels take a B past 256 KiB whose rows are at most 512 bytes in k chunks of
     # 16 KiB (kernel.hpp, small_chunks_b): a last chunk of one step, or one step short; rows
     # past one block of carried sums (as many as a chunk has steps).
     size = np.dtype(dtype).itemsize
-    for n in (5, 256 // size, 512 // size):
+    for n in (5, 20, 256 // size, 512 // size):
         depth, past = 16384 // (n * size), 262144 // (n * size)
         shapes |= {(13, n, past + 1), (depth + 5, n, past + depth - 1)}
     return sorted(s for s in shapes if min(s) >= 0)

@@ -32,6 +32,24 @@ struct Avx512YmmF32 {
     static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
 };
 
+// float64 in 256-bit registers with AVX-512VL masks: Avx512F64's half (kernels/small.hpp,
+// HalfOf). Only what the small kernels use.
+struct Avx512YmmF64 {
+    using T = double;
+    using reg = __m256d;
+    using mask = __mmask8;
+    static constexpr int W = 4;
+    static reg zero() { return _mm256_setzero_pd(); }
+    static reg set1(T x) { return _mm256_set1_pd(x); }
+    static reg loadu(const T* p) { return _mm256_loadu_pd(p); }
+    static void storeu(T* p, reg r) { _mm256_storeu_pd(p, r); }
+    static mask lanes(int n) { return n >= W ? mask(0xF) : n <= 0 ? mask(0) : mask((1u << n) - 1); }
+    static reg maskz_loadu(mask m, const T* p) { return _mm256_maskz_loadu_pd(m, p); }
+    static void mask_storeu(T* p, mask m, reg r) { _mm256_mask_storeu_pd(p, m, r); }
+    static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_pd(a, b, c); }
+    static reg mul(reg a, reg b) { return _mm256_mul_pd(a, b); }
+};
+
 struct Avx512F32 {
     using T = float;
     using reg = __m512;
@@ -105,6 +123,7 @@ struct Avx512F32 {
 struct Avx512F64 {
     using T = double;
     using reg = __m512d;
+    using half = Avx512YmmF64;  // see kernels/small.hpp, HalfOf
     using mask = __mmask8;
     static constexpr int W = 8;
     static constexpr int kSmallPrefetchB = 8;  // as Avx512F32's

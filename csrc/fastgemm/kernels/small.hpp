@@ -193,6 +193,42 @@ inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typenam
 // Any m x n x k in one pass over k: panels of PV vectors (PV is per ISA: a row group of
 // small_panel x PV vectors of accumulators, plus the PV B vectors, must fit the register
 // file), the last one as narrow as it can be.
+// The vector traits for products half as wide as V's vectors: V::half where the ISA has one
+// (AVX-512: its 256-bit registers), else V itself.
+template <typename V, typename = void>
+struct HalfOf {
+    using type = V;
+};
+template <typename V>
+struct HalfOf<V, std::void_t<typename V::half>> {
+    using type = typename V::half;
+};
+template <typename V>
+constexpr bool has_half = !std::is_same_v<typename HalfOf<V>::type, V>;
+
+// The last columns of a pass, `whole` (< PV) whole vectors and then `part` columns that fit a
+// half-width vector: those in HalfOf<V>'s registers, not a masked full vector (Zen 4 runs two
+// 256-bit FMAs a cycle and one 512-bit one, so 20 float32 columns cost 1.5 vectors, not 2).
+template <typename V, int PV>
+void half_tail(int64_t whole, int64_t part, int64_t m, int64_t k, typename V::T alpha, const typename V::T* a,
+               int64_t rsa, int64_t csa, const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c,
+               int64_t rsc, const SmallSums<typename V::T>& sums, NextItem* next) {
+    using H = typename HalfOf<V>::type;
+    auto full = [&](auto nv) {
+        small_panel<V, decltype(nv)::value, 0, true>(m, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, nullptr, sums,
+                                                     next);
+    };
+    switch (whole) {
+        case 0: break;
+        case 1: full(std::integral_constant<int, 1>{}); break;
+        case 2: full(std::integral_constant<int, 2 <= PV ? 2 : 1>{}); break;
+        default: full(std::integral_constant<int, 3 <= PV ? 3 : 1>{}); break;
+    }
+    const int64_t j = whole * V::W;
+    const typename H::mask mh = H::lanes(int(part));
+    small_panel<H, 1, 0, false>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, &mh, sums.at(0, j), next);
+}
+
 template <typename V, int PV>
 void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                 const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
@@ -204,6 +240,12 @@ void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const type
         small_panel<V, PV, 0, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, nullptr, sums.at(0, j),
                                     next);
     if (j == n) return;
+    if constexpr (has_half<V>) {
+        const int64_t part = (n - j) % W;
+        if (part != 0 && part <= HalfOf<V>::type::W)
+            return half_tail<V, PV>((n - j) / W, part, m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc,
+                                    sums.at(0, j), next);
+    }
     typename V::mask mk[PV];
 #pragma GCC unroll 4
     for (int v = 0; v < PV; ++v) mk[v] = V::lanes(int(n - j - v * W));
@@ -302,17 +344,6 @@ void square_tiny(typename V::T alpha, const typename V::T* a, int64_t rsa, int64
         }
 }
 
-// The vector traits for products half as wide as V's vectors: V::half where the ISA has one
-// (AVX-512 float32: its 256-bit registers), else V itself.
-template <typename V, typename = void>
-struct HalfOf {
-    using type = V;
-};
-template <typename V>
-struct HalfOf<V, std::void_t<typename V::half>> {
-    using type = typename V::half;
-};
-
 // Items from kStackAheadBytes of A, B and C up get the next item's lines prefetched: smaller
 // ones lost to the extra instructions (float64 3000 x 12^3) or gained nothing (float32 32^3).
 constexpr int64_t kStackAheadBytes = 8 * 1024;
@@ -395,6 +426,13 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
     // Items of one panel (n up to PV vectors, B not chunked): the panel's width and masks are
     // decided once for the run, and each item is one small_panel call.
     if (n <= PV * W && !small_chunks_b(n * int64_t(sizeof(T)), k)) {
+        if constexpr (has_half<V>) {
+            if (n % W != 0 && n % W <= HalfOf<V>::type::W)
+                return each_item(
+                    s, m, n, k, a, rsa, csa, b, rsb, c, rsc, [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
+                        half_tail<V, PV>(n / W, n % W, m, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc, {}, nx);
+                    });
+        }
         typename V::mask mk[PV];
         for (int v = 0; v < PV; ++v) mk[v] = V::lanes(int(n - v * W));
         auto panels = [&](auto nv, auto full) {
