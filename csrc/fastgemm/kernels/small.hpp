@@ -89,7 +89,7 @@ struct NextItem {
 template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false>
 inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                        const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
-                       const typename V::mask* mk, int pf = 0, SmallSums<typename V::T> sums = {},
+                       const typename V::mask* mk, int pf = 0, const SmallSums<typename V::T>& sums = {},
                        NextItem* next = nullptr) {
     using T = typename V::T;
     using R = typename V::reg;
