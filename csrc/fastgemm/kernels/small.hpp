@@ -45,7 +45,9 @@ struct SmallSums {
 // item's row groups prefetch into L2, `per` lines a k step: the items of a stack past L2 come
 // from memory, and a core that reads them only when it needs them waits for each (float64
 // 1000 x 64^3 ran at 60% of the speed of the same items in L2). See docs/DESIGN.md, "Small
-// products".
+// products". In an anonymous namespace, as the traits are: each kernel file keeps its own copy
+// of the member functions, compiled with its own flags (.ci/isa_check.sh).
+namespace {
 struct NextItem {
     const char* lo[3] = {};
     const char* hi[3] = {};
@@ -79,6 +81,7 @@ struct NextItem {
         lo[r] = to;
     }
 };
+}  // namespace
 
 // RG rows x NV vectors of C: RG x NV independent accumulators hide the FMA latency that one
 // row's chain over k would expose, and each B vector loaded serves RG rows. K > 0 fixes the
