@@ -209,6 +209,13 @@ struct HalfOf<V, std::void_t<typename V::half>> {
 template <typename V>
 constexpr bool has_half = !std::is_same_v<typename HalfOf<V>::type, V>;
 
+// Whether `cols` columns end in a part of a vector that half_tail runs in half-width registers.
+template <typename V>
+constexpr bool half_part(int64_t cols) {
+    const int64_t part = cols % V::W;
+    return has_half<V> && part != 0 && part <= HalfOf<V>::type::W;
+}
+
 // The last columns of a pass, `whole` (< PV) whole vectors and then `part` columns that fit a
 // half-width vector: those in HalfOf<V>'s registers, not a masked full vector (Zen 4 runs two
 // 256-bit FMAs a cycle and one 512-bit one, so 20 float32 columns cost 1.5 vectors, not 2).
@@ -243,12 +250,10 @@ void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const type
         small_panel<V, PV, 0, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, nullptr, sums.at(0, j),
                                     next);
     if (j == n) return;
-    if constexpr (has_half<V>) {
-        const int64_t part = (n - j) % W;
-        if (part != 0 && part <= HalfOf<V>::type::W)
-            return half_tail<V, PV>((n - j) / W, part, m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc,
+    if constexpr (has_half<V>)
+        if (half_part<V>(n - j))
+            return half_tail<V, PV>((n - j) / W, (n - j) % W, m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc,
                                     sums.at(0, j), next);
-    }
     typename V::mask mk[PV];
 #pragma GCC unroll 4
     for (int v = 0; v < PV; ++v) mk[v] = V::lanes(int(n - j - v * W));
@@ -430,7 +435,7 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
     // decided once for the run, and each item is one small_panel call.
     if (n <= PV * W && !small_chunks_b(n * int64_t(sizeof(T)), k)) {
         if constexpr (has_half<V>) {
-            if (n % W != 0 && n % W <= HalfOf<V>::type::W)
+            if (half_part<V>(n))
                 return each_item(
                     s, m, n, k, a, rsa, csa, b, rsb, c, rsc, [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
                         half_tail<V, PV>(n / W, n % W, m, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc, {}, nx);
