@@ -171,9 +171,10 @@ def test_long_k_random(kernel):
 
 
 @pytest.mark.parametrize("adt", A_TYPES)
-def test_threads_bitwise(kernel, adt):
-    a, b = rand((300, 700), adt), rand((700, 200), np.int8)
-    s = RNG.uniform(-1, 1, size=200).astype(np.float32)
+@pytest.mark.parametrize("m,k,n", [(300, 700, 200), (150, 1100, 20)])  # 20 columns: B packed by each thread
+def test_threads_bitwise(kernel, adt, m, k, n):
+    a, b = rand((m, k), adt), rand((k, n), np.int8)
+    s = RNG.uniform(-1, 1, size=n).astype(np.float32)
     before = fastgemm.get_num_threads()
     try:
         fastgemm.set_num_threads(1)

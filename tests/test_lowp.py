@@ -253,12 +253,13 @@ def test_same_bits_for_any_thread_count(dt):
     a, b = rand((300, 200), dt), rand((200, 250), dt)
     v = rand((1, 200), dt)
     sa, sb = rand((3000, 8, 8), dt), rand((3000, 8, 8), dt)  # a small stack spread by batch
+    na, nb = rand((150, 1100), dt), rand((1100, 20), dt)  # one B sliver: packed by each thread
     before = fastgemm.get_num_threads()
     try:
         fastgemm.set_num_threads(1)
-        one = [fastgemm.gemm(a, b), fastgemm.gemm(v, b), fastgemm.matmul(sa, sb)]
+        one = [fastgemm.gemm(a, b), fastgemm.gemm(v, b), fastgemm.matmul(sa, sb), fastgemm.gemm(na, nb)]
         fastgemm.set_num_threads(2)
-        two = [fastgemm.gemm(a, b), fastgemm.gemm(v, b), fastgemm.matmul(sa, sb)]
+        two = [fastgemm.gemm(a, b), fastgemm.gemm(v, b), fastgemm.matmul(sa, sb), fastgemm.gemm(na, nb)]
     finally:
         fastgemm.set_num_threads(before)
     assert all(np.array_equal(x, y) for x, y in zip(one, two))

@@ -21,9 +21,12 @@ from gemm_check import GEMM, assert_matches, random_matrix, reference
 # pack B in pieces taken that way; 20 rows against a wide B (one block of rows, B packed a group
 # of slivers at a time by each thread for its own columns, three k slices); a small product with
 # a C past half of L2, taken 16 rows at a time (1037 rows: a partial block); 128^3, whose B rows
-# 512 bytes apart crowd L1: B copied, each thread copying the columns it computes.
+# 512 bytes apart crowd L1: B copied, each thread copying the columns it computes. 150 x 20 x 1100
+# (one B sliver, three k slices): each thread packs the whole panel for itself, the rows taken as
+# they come free, so only the k slices wait for each other.
 THREADED_SHAPES = [
     (20, 2600, 1100),
+    (150, 20, 1100),
     (1037, 700, 5),
     (128, 128, 128),
     (300, 280, 250),

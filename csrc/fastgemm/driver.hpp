@@ -127,10 +127,17 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
     const double b_all_bytes = double(k) * double(n) * double(p.b_sliver(kc_max)) / double(NR * kc_max);
     const bool short_runs = group_bytes / kc_max < 1024 && b_all_bytes > double(caches().l3.size) / 4;
     const bool b_by_group = !P::prepacked && grid.tm == 1 && m <= bs.mc && p.in_place(nc_max) == 0 && !short_runs;
+    // A panel of at most 4 slivers to pack: each thread packs all of it into its own buffer
+    // instead of a share into one. Shared, the others waited while one packed a lone sliver and
+    // then read it from that core's cache, and it wrote over lines the others held, every call
+    // (pack_b took 5x its one-thread time); see docs/DESIGN.md, "B packed by each thread".
+    constexpr int64_t kOwnPanelSlivers = 4;
+    const bool b_own =
+        !P::prepacked && !b_by_group && threads > 1 && nc_max / NR - p.in_place(nc_max) <= kOwnPanelSlivers;
     const int64_t b_bytes = P::prepacked ? 0
                             : b_by_group ? round_up(std::max(group_bytes, p.b_sliver(kc_max)), 64)
                                          : round_up(nc_max / NR * p.b_sliver(kc_max), 64);
-    const int64_t b_buffers = b_by_group ? threads : 1;
+    const int64_t b_buffers = b_by_group || b_own ? threads : 1;
     const int64_t a_bytes = round_up(ceil_div(mc_max, MR) * p.a_sliver(kc_max), 64);
     char* scratch = static_cast<char*>(thread_scratch(size_t(b_bytes * b_buffers + a_bytes * threads)));
 
@@ -182,6 +189,10 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
                 const char* bp = scratch;
                 if constexpr (P::prepacked) {
                     bp = p.store.panel_bytes(pc, jc);
+                } else if (b_own) {
+                    char* own = scratch + b_bytes * tid;
+                    p.pack_b(jc, nc, pc, kc, own, in_place, slivers);
+                    bp = own;
                 } else if (!b_by_group) {
                     if (pieces && packed >= 4 * kPackPiece * team)
                         for (int64_t s0;
@@ -248,9 +259,11 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
                         sweep(ic, mc, s_lo, s_hi, bp, 0);
                     }
                 }
-                // The B panel is repacked next round: everyone must be done reading it.
+                // The B panel is repacked next round: everyone must be done reading it. Each
+                // thread's own panel needs that only when the next k slice's tiles may go to
+                // another thread (pieces).
                 if constexpr (!P::prepacked)
-                    if (team > 1) team_barrier();
+                    if (team > 1 && (!b_own || (pieces && pc + kc < k))) team_barrier();
             }
         }
     };
