@@ -40,8 +40,9 @@ constexpr int64_t kMinAreaPerThread = 32 * 32;
 constexpr int64_t kLateStartNs = 200'000;
 constexpr double kNsPerMultiplyAdd = 1.0 / 50.0;  // a conservative 50 G multiply-adds/s per core
 // Larger products keep their threads: next to another library's spinning thread pool (which
-// also delays a team's start) they still gain from them.
-constexpr double kContendedMaxWork = double(int64_t(1) << 25);
+// also delays a team's start) they still gain from them. Below this, two threads next to it
+// ran at a third of one thread's speed (a stalled teammate costs a time slice).
+constexpr double kContendedMaxWork = double(int64_t(1) << 28);
 constexpr int64_t kSoloMinNs = 5'000'000, kSoloMaxNs = 1'280'000'000;
 std::atomic<int64_t> g_solo_until{0};  // steady-clock ns until which delayed teams are avoided
 std::atomic<int64_t> g_solo_ns{kSoloMinNs};
