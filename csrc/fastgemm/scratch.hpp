@@ -34,9 +34,12 @@ class AlignedBuffer {
 };
 
 // At least `bytes` of 64-byte aligned memory owned by the calling thread, valid until its
-// next call. The buffer grows on demand; a large one is given back when a call needs less
-// than a quarter of it (after a product on many threads, say). Throws std::bad_alloc.
+// next call. The buffer grows on demand; a large one is given back once 32 calls in a row
+// needed less than a quarter of it (after a product on many threads, say). Throws
+// std::bad_alloc.
 void* thread_scratch(std::size_t bytes);
+// The size of the calling thread's thread_scratch buffer (0: none yet).
+std::size_t thread_scratch_bytes();
 
 // `count` chunks of `bytes` (kGemvChunkBytes or kFewRowsChunkBytes, kernel.hpp; a multiple of
 // 64), 64-byte aligned, owned by the calling thread, for the streaming kernels of its team

@@ -674,10 +674,20 @@ void kernel_lookup_and_threads() {
             if (i == 17) throw std::runtime_error("x");
         });
     });
-    // A large scratch buffer is given back for a much smaller need.
-    void* big = fastgemm::thread_scratch(size_t(64) << 20);
-    void* small = fastgemm::thread_scratch(size_t(1) << 20);
-    report(big != nullptr && small != nullptr, "thread_scratch grows and shrinks");
+    // A large scratch buffer is kept while smaller needs alternate with large ones, and given
+    // back once 32 calls in a row needed under a quarter of it.
+    const size_t big = size_t(64) << 20, small = size_t(1) << 20;
+    bool kept = fastgemm::thread_scratch(big) != nullptr && fastgemm::thread_scratch_bytes() >= big;
+    for (int i = 0; i < 100; ++i) {
+        kept &= fastgemm::thread_scratch(i % 10 == 9 ? big : small) != nullptr;
+        kept &= fastgemm::thread_scratch_bytes() >= big;
+    }
+    report(kept, "thread_scratch keeps a large buffer while large needs come back");
+    for (int i = 0; i < 31; ++i) fastgemm::thread_scratch(small);
+    const bool held = fastgemm::thread_scratch_bytes() >= big;
+    fastgemm::thread_scratch(small);
+    report(held && fastgemm::thread_scratch_bytes() >= small && fastgemm::thread_scratch_bytes() < big,
+           "thread_scratch gives a large buffer back after 32 small needs in a row");
 }
 
 // Out-of-range blocking overrides are ignored and listed (they killed the process with SIGFPE).
