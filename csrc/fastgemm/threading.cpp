@@ -39,10 +39,10 @@ constexpr int64_t kMinAreaPerThread = 32 * 32;
 // docs/DESIGN.md, "Threads on a busy machine".
 constexpr int64_t kLateStartNs = 200'000;
 constexpr double kNsPerMultiplyAdd = 1.0 / 50.0;  // a conservative 50 G multiply-adds/s per core
-// Larger products keep their threads: next to another library's spinning thread pool (which
-// also delays a team's start) they still gain from them. Below this, two threads next to it
-// ran at a third of one thread's speed (a stalled teammate costs a time slice).
-constexpr double kContendedMaxWork = double(int64_t(1) << 28);
+// kContendedMaxWork (threading.hpp): larger products keep their threads, as next to another
+// library's spinning thread pool (which also delays a team's start) they still gain from them;
+// below it, two threads next to it ran at a third of one thread's speed (a stalled teammate
+// costs a time slice).
 constexpr int64_t kSoloMinNs = 5'000'000, kSoloMaxNs = 1'280'000'000;
 std::atomic<int64_t> g_solo_until{0};  // steady-clock ns until which delayed teams are avoided
 std::atomic<int64_t> g_solo_ns{kSoloMinNs};
@@ -96,13 +96,17 @@ std::atomic<int64_t> g_sleeper_start_ns{0};
 bool workers_asleep(int64_t now) { return now - g_workers_active.load(std::memory_order_relaxed) > kIdleYieldNs; }
 
 // A forked child starts on one thread (a process pool's children would otherwise oversubscribe
-// the machine) and with a new pool at its first team, whose start the parent's workers' wake-up
-// time must not predict (it sent the child's first threaded product to one thread, waking
-// workers the child does not have). Async-signal-safe: atomic stores only.
+// the machine) and with a new pool at its first team, whose start neither the parent's workers'
+// wake-up time nor their late starts may predict (each sent the child's first threaded product to
+// one thread: the first woke workers the child does not have). Async-signal-safe: atomic stores.
 void after_fork_in_child() {
     g_max_threads.store(1, std::memory_order_relaxed);
     g_forked.store(true, std::memory_order_relaxed);
     g_sleeper_start_ns.store(0, std::memory_order_relaxed);
+    g_solo_until.store(0, std::memory_order_relaxed);
+    g_late_ns.store(0, std::memory_order_relaxed);
+    g_streak_start.store(0, std::memory_order_relaxed);
+    g_solo_ns.store(kSoloMinNs, std::memory_order_relaxed);
 }
 
 // threading.o is always linked (gemm needs threads_for), so every binary that can start a

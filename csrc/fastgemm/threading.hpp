@@ -41,6 +41,10 @@ void set_max_threads(int n);
 // docs/DESIGN.md, "Thread thresholds".
 constexpr int64_t kMinWorkPerThread = int64_t(1) << 20;
 constexpr int64_t kSmallMinWorkPerThread = int64_t(1) << 18;
+// Products of at most this many multiply-adds run on one thread for a while after a team's
+// threads were seen to start late (a busy machine, another library's spinning pool); larger
+// ones keep their threads. See docs/DESIGN.md, "Threads on a busy machine".
+constexpr double kContendedMaxWork = double(int64_t(1) << 28);
 // Threads for an m x n x k product: 1 inside a team (nested calls) or for small work,
 // never more than the work can use, never more than max_threads().
 int threads_for(int64_t m, int64_t n, int64_t k, int64_t min_work_per_thread = kMinWorkPerThread);
