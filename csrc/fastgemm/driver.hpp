@@ -104,6 +104,13 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
         if constexpr (P::prepacked) {
             const Grid g = make_grid(team, n, NR);  // make_grid splits its first dimension first: here n
             return Grid{g.tn, g.tm};
+        } else if (m <= bs.mc && ceil_div(n, int64_t(NR)) >= 4 * int64_t(team) &&
+                   double(m) * double(n) * double(k) <= kContendedMaxWork) {
+            // One block of rows and a few B slivers a thread: threads split the slivers, each
+            // packing its own (b_by_group). Rows taken as threads come free matter only next to a
+            // spinning pool or on a busy machine, where a product this small runs on one thread;
+            // see docs/DESIGN.md, "B packed as the tiles use it".
+            return Grid{1, team};
         } else {
             return make_grid(team, m, MR);
         }
