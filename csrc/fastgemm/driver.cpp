@@ -24,7 +24,7 @@ template <typename T, typename Tab>
 void bounce_tile(const Tab& uk, int64_t kc, T alpha, const T* ap, int64_t lda, const T* bp, int64_t ldb, T beta, T* c,
                  int64_t rsc, int64_t csc, int m, int n, const Epilogue<T>* ep) {
     alignas(64) T tile[kMaxTile];
-    uk.tiles[m].by_nv[(n + uk.lanes - 1) / uk.lanes](kc, alpha, ap, lda, bp, ldb, T(0), tile, uk.nr, n);
+    tile_for(uk.tiles[m], n, uk.lanes)(kc, alpha, ap, lda, bp, ldb, T(0), tile, uk.nr, n);
     if (ep) {  // the last k block: finish the tile in the buffer, then write it once
         if (beta != T(0))
             for (int i = 0; i < m; ++i)
@@ -87,7 +87,7 @@ struct FloatProduct {
         const bool last = pc + kc == a.cols && ep.active();
         const Epilogue<T> tile_ep = last ? ep.from_column(j) : Epilogue<T>{};
         if (c.cs == 1) {
-            uk.tiles[m].by_nv[(n + uk.lanes - 1) / uk.lanes](ks, alpha, as, lda, bs, ldb, beta_pc, cij, c.rs, n);
+            tile_for(uk.tiles[m], n, uk.lanes)(ks, alpha, as, lda, bs, ldb, beta_pc, cij, c.rs, n);
             if (last) uk.epilogue(m, n, cij, c.rs, tile_ep.bias, tile_ep.act);
         } else {
             bounce_tile(uk, ks, alpha, as, lda, bs, ldb, beta_pc, cij, c.rs, c.cs, m, n, last ? &tile_ep : nullptr);

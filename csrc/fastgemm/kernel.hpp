@@ -38,11 +38,19 @@ struct StackRun {
 // Most vectors in an NR-wide row of any kernel.
 constexpr int kMaxNV = 8;
 
-// by_nv[v] computes a tile v vectors wide (n <= v * lanes), 1 <= v <= NR / lanes.
+// by_nv[v] computes a tile v vectors wide (n <= v * lanes), 1 <= v <= NR / lanes; by_nv[0] one
+// at most half a vector wide in half-width registers, where the ISA has them (AVX-512's 256-bit
+// ones: Zen 4 runs a 512-bit FMA at the cost of two 256-bit ones), else null.
 template <typename T>
 struct TileRow {
     UkernelFn<T> by_nv[kMaxNV + 1];
 };
+
+// The tile of row `row` for n columns (1 <= n <= NR).
+template <typename T>
+UkernelFn<T> tile_for(const TileRow<T>& row, int64_t n, int lanes) {
+    return n <= lanes / 2 && row.by_nv[0] ? row.by_nv[0] : row.by_nv[(n + lanes - 1) / lanes];
+}
 
 // Every kernel of one element type and one register tile shape.
 template <typename T>

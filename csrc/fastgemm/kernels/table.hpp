@@ -60,10 +60,17 @@ constexpr int64_t max_kc = 0;
 template <typename V>
 constexpr int64_t max_kc<V, std::void_t<decltype(V::kMaxKC)>> = V::kMaxKC;
 
+// The half-width tile of M rows (TileRow::by_nv[0]) for V's own multiply-add, or null.
+template <typename V, int M, typename D>
+constexpr UkernelFn<typename V::T> half_tile() {
+    if constexpr (std::is_same_v<D, V> && has_half<V>) return &ukernel<typename HalfOf<V>::type, M, 1>;
+    else return nullptr;
+}
+
 // The tiles of M rows, 1..NV vectors wide; D: the k step's multiply-add (see ukernel).
 template <typename V, int M, typename D = V, int... N>
 constexpr TileRow<typename V::T> tile_row(std::integer_sequence<int, N...>) {
-    return {{nullptr, &ukernel<V, M, N + 1, D>...}};
+    return {{half_tile<V, M, D>(), &ukernel<V, M, N + 1, D>...}};
 }
 
 template <typename V, int MR, int NV, int PV, int... M>
