@@ -15,7 +15,7 @@ constexpr std::size_t kHugePage = std::size_t(2) << 20;
 // Buffers at least this large are given back once kShrinkAfterCalls calls in a row needed under
 // a quarter of them. Given back at the first such call, a loop alternating a large product and a
 // smaller one mapped the buffer afresh for every large one: 300 x 2000 x 300 float32 on 2
-// threads after a 1-thread call took 6.5-8.7 ms against 1.3 (Zen 4, a 4 MiB buffer of huge
+// threads after a 1-thread call took 6.5-8.7 ms against 1.8 (Zen 4, a 4 MiB buffer of huge
 // pages faulted in each time).
 constexpr std::size_t kShrinkFrom = std::size_t(4) << 20;
 constexpr int kShrinkAfterCalls = 32;
