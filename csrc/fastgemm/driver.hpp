@@ -180,6 +180,7 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
         const int64_t r1 = std::min(m, m_slivers * (gm + 1) / g.tm * MR);
         const int64_t mc_t = r1 > r0 ? round_up(ceil_div(r1 - r0, ceil_div(r1 - r0, mc_max)), MR) : MR;
         char* ap = scratch + b_bytes * b_buffers + a_bytes * tid;
+        char* own_b = scratch + b_bytes * tid;  // this thread's B buffer (b_by_group, b_own)
 
         for (int64_t jc = 0; jc < n; jc += nc_max) {
             const int64_t nc = std::min(nc_max, n - jc);
@@ -197,9 +198,8 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
                 if constexpr (P::prepacked) {
                     bp = p.store.panel_bytes(pc, jc);
                 } else if (b_own) {
-                    char* own = scratch + b_bytes * tid;
-                    p.pack_b(jc, nc, pc, kc, own, in_place, slivers);
-                    bp = own;
+                    p.pack_b(jc, nc, pc, kc, own_b, in_place, slivers);
+                    bp = own_b;
                 } else if (!b_by_group) {
                     if (pieces && packed >= 4 * kPackPiece * team)
                         for (int64_t s0;
@@ -240,12 +240,11 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
                 };
                 if (b_by_group) {
                     if (s_lo == s_hi) continue;
-                    char* bg = scratch + b_bytes * tid;
                     pack_block(r0, r1 - r0);
                     for (int64_t g0 = s_lo; g0 < s_hi; g0 += group) {
                         const int64_t g1 = std::min(s_hi, g0 + group);
-                        p.pack_b(jc + g0 * NR, std::min(nc - g0 * NR, (g1 - g0) * NR), pc, kc, bg, 0, g1 - g0);
-                        sweep(r0, r1 - r0, g0, g1, bg, g0);
+                        p.pack_b(jc + g0 * NR, std::min(nc - g0 * NR, (g1 - g0) * NR), pc, kc, own_b, 0, g1 - g0);
+                        sweep(r0, r1 - r0, g0, g1, own_b, g0);
                     }
                     continue;
                 }

@@ -50,7 +50,7 @@ struct Int8Product {
         const bool add = pc > 0 || accumulate;
         const float* sc = scale && pc + kc == k ? scale + j * scale_inc : nullptr;
         char* cij = c + (i * rsc + j * csc) * 4;
-        const Int8UkernelFn fn = t.tiles[m].by_nv[(n + t.lanes - 1) / t.lanes];
+        const Int8UkernelFn fn = tile_for(t.tiles[m], n, t.lanes);
         const bool finish = sc && ep.active();
         const Epilogue<float> tile_ep = finish ? ep.from_column(j) : Epilogue<float>{};
         if (csc == 1) {

@@ -46,9 +46,9 @@ struct TileRow {
     UkernelFn<T> by_nv[kMaxNV + 1];
 };
 
-// The tile of row `row` for n columns (1 <= n <= NR).
-template <typename T>
-UkernelFn<T> tile_for(const TileRow<T>& row, int64_t n, int lanes) {
+// The tile of a TileRow (or Int8TileRow, whose by_nv[0] is null) for n columns, 1 <= n <= NR.
+template <typename Row>
+auto tile_for(const Row& row, int64_t n, int lanes) {
     return n <= lanes / 2 && row.by_nv[0] ? row.by_nv[0] : row.by_nv[(n + lanes - 1) / lanes];
 }
 

@@ -39,10 +39,6 @@ constexpr int64_t kMinAreaPerThread = 32 * 32;
 // docs/DESIGN.md, "Threads on a busy machine".
 constexpr int64_t kLateStartNs = 200'000;
 constexpr double kNsPerMultiplyAdd = 1.0 / 50.0;  // a conservative 50 G multiply-adds/s per core
-// kContendedMaxWork (threading.hpp): larger products keep their threads, as next to another
-// library's spinning thread pool (which also delays a team's start) they still gain from them;
-// below it, two threads next to it ran at a third of one thread's speed (a stalled teammate
-// costs a time slice).
 constexpr int64_t kSoloMinNs = 5'000'000, kSoloMaxNs = 1'280'000'000;
 std::atomic<int64_t> g_solo_until{0};  // steady-clock ns until which delayed teams are avoided
 std::atomic<int64_t> g_solo_ns{kSoloMinNs};

@@ -42,8 +42,10 @@ void set_max_threads(int n);
 constexpr int64_t kMinWorkPerThread = int64_t(1) << 20;
 constexpr int64_t kSmallMinWorkPerThread = int64_t(1) << 18;
 // Products of at most this many multiply-adds run on one thread for a while after a team's
-// threads were seen to start late (a busy machine, another library's spinning pool); larger
-// ones keep their threads. See docs/DESIGN.md, "Threads on a busy machine".
+// threads were seen to start late (a busy machine, another library's spinning pool): below it,
+// two threads next to a spinning pool ran at a third of one thread's speed (a stalled teammate
+// costs a time slice); larger ones still gain from their threads there. See docs/DESIGN.md,
+// "Threads on a busy machine".
 constexpr double kContendedMaxWork = double(int64_t(1) << 28);
 // Threads for an m x n x k product: 1 inside a team (nested calls) or for small work,
 // never more than the work can use, never more than max_threads().
