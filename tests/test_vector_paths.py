@@ -216,11 +216,12 @@ def test_a_by_columns_read_in_place(kernel, dtype, shape, trans_b, beta):
 
 
 # Few rows or few columns of C with operands stored either way (docs/DESIGN.md, "Dot products"
-# and "Few rows"): dot products of rows along k (at most 4 rows or columns, k from 128; the short
-# side copied along k when it is not; x @ W.T on AVX2 up to 8 rows with k from a quarter of n,
-# float32 on AVX-512 up to 24 rows or columns from k = 512), and a narrow C with A stored by
-# columns through C^T's few rows (2-6 columns, k from 16); k around the vector widths and both
-# lines, n and m around the dot kernel's 3- and 4-wide blocks and past a thread's piece.
+# and "Few rows"): dot products of rows along k (at most 4 rows from 96 bytes of k, at most 4
+# columns from k = 128; the short side copied along k when it is not; x @ W.T up to
+# dots_rows_max_m rows with k from a quarter of n, up to the *_dots_max_side settings from k =
+# 512), and a narrow C with A stored by columns through C^T's few rows (2-6 columns, k from 16);
+# k around the vector widths and both lines, n and m around the dot kernel's 3- and 4-wide
+# blocks and past a thread's piece.
 FEW_SHAPES = [
     (20, 23, 1000),
     (100, 24, 512),
@@ -232,6 +233,9 @@ FEW_SHAPES = [
     (8, 1030, 258),
     (5, 300, 200),
     (3, 7, 127),
+    (4, 130, 12),  # 96 bytes of float64 k: dots; float32: the small path
+    (3, 300, 24),
+    (2, 33, 11),
     (130, 3, 200),
     (257, 4, 129),
     (1000, 2, 20),
