@@ -215,13 +215,13 @@ def test_a_by_columns_read_in_place(kernel, dtype, shape, trans_b, beta):
     assert np.array_equal(got[0], got[1]), "1 and 2 threads differ"
 
 
-# Few rows or few columns of C with operands stored either way (docs/DESIGN.md, "Dot products"
-# and "Few rows"): dot products of rows along k (at most 4 rows from 96 bytes of k, at most 4
-# columns from k = 128; the short side copied along k when it is not; x @ W.T up to
+# Few rows or few columns of C with operands stored either way (docs/DESIGN.md, "Dot products" and
+# "Few rows"): dot products of rows along k (at most 4 rows from 96 bytes of k, at most 4 columns
+# from k = 128, float32 from k = 48; the short side copied along k when it is not; x @ W.T up to
 # dots_rows_max_m rows with k from a quarter of n, up to the *_dots_max_side settings from k =
-# 512), and a narrow C with A stored by columns through C^T's few rows (2-6 columns, k from 16);
-# k around the vector widths and both lines, n and m around the dot kernel's 3- and 4-wide
-# blocks and past a thread's piece.
+# 512), and a narrow C with A stored by columns through C^T's few rows (2-6 columns, k from 16); k
+# around the vector widths and both lines, n and m around the dot kernel's 3- and 4-wide blocks
+# and past a thread's piece.
 FEW_SHAPES = [
     (20, 23, 1000),
     (100, 24, 512),
@@ -237,6 +237,9 @@ FEW_SHAPES = [
     (3, 300, 24),
     (2, 33, 11),
     (130, 3, 200),
+    (300, 3, 48),  # narrow C from k = 48: float32 dots, float64 the small path
+    (130, 4, 50),
+    (70, 2, 47),
     (257, 4, 129),
     (1000, 2, 20),
     (100, 6, 64),

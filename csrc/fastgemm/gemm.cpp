@@ -222,19 +222,18 @@ void run_small_chunks(const KernelTable<T>& uk, int threads, T alpha, const Smal
 // Products with at most kDotsMaxSide rows or columns of C as dot products of rows along k:
 // x @ W.T with few rows of x (B's columns contiguous along k) from kDotsFewRowsMinKBytes of k,
 // or a narrow C (n <= 4: C^T = B^T A^T, A's rows streamed once against B's few columns) from
-// kDotsMinK, or from kDotsNarrowMinK for rows of C within kDotsNarrowMaxRowBytes. The few rows
-// or columns of the short side are copied along k when they are not (a copy of at most 4 x k
-// elements); the long side must be. The small path would copy or read all of the long operand
-// per 4-row group and the packed one pack it for those few rows or columns. On Zen 4 few rows
-// won from 96 bytes of k (12 float64, 24 float32: 1.0-2.4x the small path on both kernel sets;
-// 64 bytes lost at 4 rows), and narrow C from k = 48 where its rows fit 24 bytes (float64 n = 4,
-// half an AVX-512 vector on the small path, lost below k = 128); see docs/DESIGN.md, "Dot
-// products".
+// kDotsMinK, float32 from kDotsNarrowMinK. The few rows or columns of the short side are copied
+// along k when they are not (a copy of at most 4 x k elements); the long side must be. The small
+// path would copy or read all of the long operand per 4-row group and the packed one pack it for
+// those few rows or columns. On Zen 4 few rows won from 96 bytes of k (12 float64, 24 float32:
+// 1.0-2.4x the small path on both kernel sets; 64 bytes lost at 4 rows), and float32 narrow C
+// from k = 48 (2-4 of 16 lanes on the small path); float64 narrow C below k = 128 stays there,
+// where a stack streamed from memory gets the next item prefetched (1000 x (64 x 2 x 64): 1.42x
+// NumPy, 0.78x as dots). See docs/DESIGN.md, "Dot products".
 constexpr int64_t kDotsMaxSide = 4;
 constexpr int64_t kDotsMinK = 128;
 constexpr int64_t kDotsFewRowsMinKBytes = 96;
 constexpr int64_t kDotsNarrowMinK = 48;
-constexpr int64_t kDotsNarrowMaxRowBytes = 24;
 
 // C (short x long) = alpha * S L^T + beta * C, S's rows (lds apart) and L's rows (ldl apart)
 // contiguous along k; C's long side split over threads (each output computed the same way on
@@ -260,8 +259,8 @@ template <typename T>
 int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
     const int64_t k = a.cols;
     if (c.rows <= kDotsMaxSide && b.rs == 1) return k * int64_t(sizeof(T)) >= kDotsFewRowsMinKBytes ? 1 : 0;
-    const bool narrow_short_k = k >= kDotsNarrowMinK && c.cols * int64_t(sizeof(T)) <= kDotsNarrowMaxRowBytes;
-    if (c.cols <= kDotsMaxSide && a.cs == 1 && (k >= kDotsMinK || narrow_short_k)) return 2;
+    const int64_t narrow_min_k = sizeof(T) == 4 ? kDotsNarrowMinK : kDotsMinK;
+    if (c.cols <= kDotsMaxSide && a.cs == 1 && k >= narrow_min_k) return 2;
     if (k < kDotsMinK) return 0;
     if (a.cs != 1 || b.rs != 1) return 0;
     if (c.rows <= t.dots_rows_max_m && 4 * k >= c.cols &&
