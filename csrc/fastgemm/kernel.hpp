@@ -17,6 +17,18 @@ constexpr int64_t kGemvChunkBytes = 16384;
 // rows of B for 4 rows of C, held in L2; see docs/DESIGN.md, "Few rows".
 constexpr int kFewRowsMaxM = 6;
 constexpr int64_t kFewRowsChunkBytes = 65536;
+// The bytes from one row of the streamed rows' partial sums (row_bytes of them, float or int8)
+// to the next: for M > 1 rows, padded to about 4 KiB / M more than a multiple of 4 KiB, so the
+// rows' addresses differ in their low 12 bits. Rows a multiple of 4 KiB apart (4 rows of a 64
+// KiB chunk: 16 KiB) made each row's load wait for the store to the row before (4K aliasing:
+// x.T @ w with 4 columns, 3000 x 4 x 64, ran at 0.3-0.5x NumPy on Zen 4, depending on where the
+// buffers fell). A few-rows buffer (kFewRowsBufferBytes) has room for the padding.
+template <int M>
+constexpr int64_t chunk_row_stride(int64_t row_bytes) {
+    constexpr int64_t skew = 4096 / M / 64 * 64;
+    return M == 1 ? row_bytes : row_bytes + (skew - row_bytes % 4096 + 4096) % 4096;
+}
+constexpr int64_t kFewRowsBufferBytes = kFewRowsChunkBytes + (kFewRowsMaxM - 1) * 4096;
 // Most rows of C gemv_packed takes against a pre-packed B; see docs/DESIGN.md, "Pre-packed B".
 constexpr int kPackedRowsMaxM = 3;
 
@@ -86,7 +98,7 @@ struct KernelTable {
                  T* c, int64_t rsc, int64_t csc);
     // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j] for m <= kFewRowsMaxM rows of C,
     // B's and C's rows contiguous: B's rows streamed once as gemv_rows streams its matrix, not
-    // packed. `chunk`: kFewRowsChunkBytes, 64-byte aligned, the calling thread's.
+    // packed. `chunk`: kFewRowsBufferBytes, 64-byte aligned, the calling thread's.
     void (*few_rows)(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa, const T* b,
                      int64_t rsb, T beta, T* c, int64_t rsc, T* chunk);
     // A whole product small enough that packing would cost more than it saves:
@@ -255,7 +267,7 @@ struct Int8Table {
                       const float* scale, int64_t scale_inc);
     // few_rows: 1 <= m <= kFewRowsMaxM rows of C, A[i, p] at a[i * rsa + p * csa], B's rows
     // contiguous (rsb apart), C's row i at c + i * rsc elements (4 bytes each) and contiguous,
-    // each row finished as gemv_rows finishes one; `chunk`: kFewRowsChunkBytes, the calling thread's.
+    // each row finished as gemv_rows finishes one; `chunk`: kFewRowsBufferBytes, the calling thread's.
     void (*few_rows)(int64_t m, int64_t n, int64_t k, const A* a, int64_t rsa, int64_t csa, const int8_t* b,
                      int64_t rsb, void* c, int64_t rsc, bool add, const float* scale, int64_t scale_inc, void* chunk);
 };

@@ -200,14 +200,14 @@ inline bool few_rows_fit(int64_t max_m, int64_t m, int64_t b_cs, int64_t c_cs) {
 // elem_bytes elements (each element's sum is the same on any split), its m rows in equal groups
 // of at most kFewRowsMaxM, each group streaming the thread's columns of B once.
 // rows(i0, count, lo, hi, chunk): rows [i0, i0 + count) x columns [lo, hi), in the thread's
-// chunk (kFewRowsChunkBytes); done(lo, hi) then runs on the thread's columns (the epilogue).
+// buffer (kFewRowsBufferBytes); done(lo, hi) then runs on the thread's columns (the epilogue).
 template <typename Rows, typename Done>
 void few_rows_split(int threads, int64_t m, int64_t n, int64_t elem_bytes, Rows rows, Done done) {
-    char* chunks = static_cast<char*>(thread_gemv_chunks(threads, kFewRowsChunkBytes));
+    char* chunks = static_cast<char*>(thread_gemv_chunks(threads, kFewRowsBufferBytes));
     const int64_t group = ceil_div(m, ceil_div(m, int64_t(kFewRowsMaxM)));
     parallel_ranges(threads, n, 64 / elem_bytes, [&](int tid, int64_t lo, int64_t hi) {
         for (int64_t i0 = 0; i0 < m; i0 += group)
-            rows(i0, std::min(group, m - i0), lo, hi, chunks + tid * kFewRowsChunkBytes);
+            rows(i0, std::min(group, m - i0), lo, hi, chunks + tid * kFewRowsBufferBytes);
         done(lo, hi);
     });
 }

@@ -41,7 +41,7 @@ void* thread_scratch(std::size_t bytes);
 // The size of the calling thread's thread_scratch buffer (0: none yet).
 std::size_t thread_scratch_bytes();
 
-// `count` chunks of `bytes` (kGemvChunkBytes or kFewRowsChunkBytes, kernel.hpp; a multiple of
+// `count` chunks of `bytes` (kGemvChunkBytes or kFewRowsBufferBytes, kernel.hpp; a multiple of
 // 64), 64-byte aligned, owned by the calling thread, for the streaming kernels of its team
 // (chunk i for thread i). Separate from thread_scratch so neither resizes the other. Throws
 // std::bad_alloc.

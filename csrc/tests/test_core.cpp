@@ -750,7 +750,7 @@ void few_rows_check(const fastgemm::KernelSet& ks, const Tab& tab, const char* t
         else return to_storage<S>(float(v));
     };
     const int64_t elems = fastgemm::kFewRowsChunkBytes / int64_t(sizeof(T));
-    T* chunk = static_cast<T*>(std::aligned_alloc(64, size_t(fastgemm::kFewRowsChunkBytes)));
+    T* chunk = static_cast<T*>(std::aligned_alloc(64, size_t(fastgemm::kFewRowsBufferBytes)));
     for (int64_t m = 1; m <= fastgemm::kFewRowsMaxM; ++m) {
         const int64_t tl = elems / m / lanes * lanes;  // stream_rows' partial sums per row
         for (int64_t n : {int64_t(1), int64_t(9), tl - 1, tl + 5}) {
@@ -1243,7 +1243,7 @@ void int8_rows(const fastgemm::KernelSet& ks) {
     // The kernel itself on every set (gemm_int8 streams few rows only where the set's tuning says).
     const fastgemm::Int8Table<A>& t =
         fastgemm::pick<fastgemm::Int8Table<A>>(fastgemm::int8_kernels(ks).u8, fastgemm::int8_kernels(ks).s8);
-    void* chunk = std::aligned_alloc(64, size_t(fastgemm::kFewRowsChunkBytes));
+    void* chunk = std::aligned_alloc(64, size_t(fastgemm::kFewRowsBufferBytes));
     for (int64_t m = 1; m <= fastgemm::kFewRowsMaxM; ++m) {
         const int64_t n = fastgemm::kFewRowsChunkBytes / 4 / m + 3, k = 37;
         std::vector<A> a(size_t(m * k));

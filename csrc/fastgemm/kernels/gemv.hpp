@@ -47,12 +47,12 @@ constexpr int stream_rows_step = M <= 2   ? 4
                                  : M <= 6 ? 2
                                           : 1;
 
-// t[i * tl + j] += sum_q A[i, q] B[q, j] for i < M, q < P, j < len: each vector of t loaded and
+// t[i * ld + j] += sum_q A[i, q] B[q, j] for i < M, q < P, j < len: each vector of t loaded and
 // stored once per P rows of B. a: A's element (0, 0) of these P columns; r0: B's row 0 of them;
 // `tail` reads the last len - full elements of a row.
 template <typename V, int M, int P, typename L>
 void stream_rows_pass(int64_t full, int64_t len, const L& tail, const typename L::S* a, int64_t rsa, int64_t csa,
-                      const typename L::S* r0, int64_t rsb, typename V::T* t, int64_t tl) {
+                      const typename L::S* r0, int64_t rsb, typename V::T* t, int64_t ld) {
     using R = typename V::reg;
     constexpr int W = V::W;
     R x[M][P];
@@ -63,10 +63,10 @@ void stream_rows_pass(int64_t full, int64_t len, const L& tail, const typename L
     auto step = [&](int64_t j, const R(&bv)[P]) {
 #pragma GCC unroll 8
         for (int i = 0; i < M; ++i) {
-            R acc = V::loadu(t + i * tl + j);
+            R acc = V::loadu(t + i * ld + j);
 #pragma GCC unroll 4
             for (int q = 0; q < P; ++q) acc = V::fmadd(x[i][q], bv[q], acc);
-            V::storeu(t + i * tl + j, acc);
+            V::storeu(t + i * ld + j, acc);
         }
     };
     for (int64_t j = 0; j < full; j += W) {
@@ -85,7 +85,8 @@ void stream_rows_pass(int64_t full, int64_t len, const L& tail, const typename L
 
 // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j] for M rows of C, j < n, with B's
 // rows contiguous and streamed once, never packed: partial sums of M rows x as much of B's row
-// as fits in `chunk` (chunk_bytes, the calling thread's) are updated stream_rows_step<M> rows
+// as fits chunk_bytes, in `chunk` (the calling thread's, with room for chunk_row_stride's
+// padding), are updated stream_rows_step<M> rows
 // of B at a time. A and B are read through L (stored as L::S). Per element the sum runs over p
 // in order.
 template <typename V, int M, typename L = DirectLoad<V>>
@@ -95,22 +96,23 @@ void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename L::S*
     using T = typename V::T;
     constexpr int W = V::W, P = stream_rows_step<M>;
     const int64_t tl = chunk_bytes / int64_t(sizeof(T)) / M / W * W;  // partial sums per row of C
+    const int64_t ld = chunk_row_stride<M>(tl * int64_t(sizeof(T))) / int64_t(sizeof(T));
     for (int64_t j0 = 0; j0 < n; j0 += tl) {
         const int64_t len = n - j0 < tl ? n - j0 : tl;
         const int64_t full = len / W * W;
         const L tail(len - full);
         // The tail vector's lanes past len are summed too (0 * zeros read for them): start them at 0.
         for (int i = 0; i < M; ++i)
-            for (int64_t j = 0, padded = full < len ? full + W : full; j < padded; ++j) chunk[i * tl + j] = T(0);
+            for (int64_t j = 0, padded = full < len ? full + W : full; j < padded; ++j) chunk[i * ld + j] = T(0);
         const typename L::S* b0 = b + j0;
         int64_t p = 0;
         for (; p + P <= k; p += P)
-            stream_rows_pass<V, M, P>(full, len, tail, a + p * csa, rsa, csa, b0 + p * rsb, rsb, chunk, tl);
+            stream_rows_pass<V, M, P>(full, len, tail, a + p * csa, rsa, csa, b0 + p * rsb, rsb, chunk, ld);
         for (; p < k; ++p)
-            stream_rows_pass<V, M, 1>(full, len, tail, a + p * csa, rsa, csa, b0 + p * rsb, rsb, chunk, tl);
+            stream_rows_pass<V, M, 1>(full, len, tail, a + p * csa, rsa, csa, b0 + p * rsb, rsb, chunk, ld);
         for (int i = 0; i < M; ++i) {
             T* ci = c + i * rsc + j0;
-            const T* ti = chunk + i * tl;
+            const T* ti = chunk + i * ld;
             for (int64_t j = 0; j < len; ++j) ci[j] = beta == T(0) ? alpha * ti[j] : alpha * ti[j] + beta * ci[j];
         }
     }
@@ -123,7 +125,8 @@ void gemv_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x
     stream_rows<V, 1>(n, k, alpha, x, 0, incx, mat, ldm, beta, y, 0, chunk, kGemvChunkBytes);
 }
 
-// stream_rows for 1 <= m <= kFewRowsMaxM rows of C, in a chunk of kFewRowsChunkBytes.
+// stream_rows for 1 <= m <= kFewRowsMaxM rows of C, kFewRowsChunkBytes of partial sums in a
+// buffer of kFewRowsBufferBytes.
 template <typename V, typename L = DirectLoad<V>>
 void few_rows(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename L::S* a, int64_t rsa, int64_t csa,
               const typename L::S* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,

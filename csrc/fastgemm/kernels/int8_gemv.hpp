@@ -33,20 +33,22 @@ inline void put_i8(void* y, int64_t i, int64_t j, uint32_t sum, bool add, const 
 }
 
 // C[i, j] = sum_p A[i, p] B[p, j] for M rows of C (row i at c + i * rsc elements), j < n, B's
-// rows contiguous (rsb apart): four rows of B at a time into partial sums held in `chunk`
-// (chunk_bytes, the calling thread's; M rows x as much of B's row as fits), each row of B one
+// rows contiguous (rsb apart): four rows of B at a time into partial sums held in `chunk` (the
+// calling thread's; M rows x as much of B's row as fits chunk_bytes, rows chunk_row_stride
+// apart), each row of B one
 // sequential stream. Each row of C is the one-row form's (rows4 per row of C).
 template <typename I, typename A, int M>
 void stream_rows_i8(int64_t n, int64_t k, const A* a, int64_t rsa, int64_t csa, const int8_t* b, int64_t rsb, void* c,
                     int64_t rsc, bool add, const float* scale, int64_t scale_inc, void* chunk, int64_t chunk_bytes) {
     constexpr int64_t C = I::GC;
     const int64_t tl = chunk_bytes / 4 / M / C * C;  // partial sums per row of C
+    const int64_t ld = chunk_row_stride<M>(tl * 4) / 4;
     auto* t = static_cast<uint32_t*>(chunk);
     for (int64_t j0 = 0; j0 < n; j0 += tl) {
         const int64_t len = n - j0 < tl ? n - j0 : tl;
         const int64_t full = len / C * C;
         for (int i = 0; i < M; ++i)
-            for (int64_t j = 0; j < len; ++j) t[i * tl + j] = 0;
+            for (int64_t j = 0; j < len; ++j) t[i * ld + j] = 0;
         for (int64_t p = 0; p < k; p += 4) {
             const int8_t* r[4];
             int32_t xv[M][4];
@@ -58,14 +60,14 @@ void stream_rows_i8(int64_t n, int64_t k, const A* a, int64_t rsa, int64_t csa, 
             }
             for (int i = 0; i < M; ++i) xs[i] = I::x4(xv[i][0], xv[i][1], xv[i][2], xv[i][3]);
             for (int64_t j = 0; j < full; j += C)
-                for (int i = 0; i < M; ++i) I::rows4(t + i * tl + j, r[0] + j, r[1] + j, r[2] + j, r[3] + j, xs[i]);
+                for (int i = 0; i < M; ++i) I::rows4(t + i * ld + j, r[0] + j, r[1] + j, r[2] + j, r[3] + j, xs[i]);
             for (int64_t j = full; j < len; ++j)
                 for (int i = 0; i < M; ++i)
-                    for (int q = 0; q < 4; ++q) t[i * tl + j] += uint32_t(xv[i][q] * int32_t(r[q][j]));
+                    for (int q = 0; q < 4; ++q) t[i * ld + j] += uint32_t(xv[i][q] * int32_t(r[q][j]));
         }
         for (int i = 0; i < M; ++i) {
             void* ci = static_cast<char*>(c) + i * rsc * 4;
-            for (int64_t j = 0; j < len; ++j) put_i8(ci, j0 + j, j0 + j, t[i * tl + j], add, scale, scale_inc);
+            for (int64_t j = 0; j < len; ++j) put_i8(ci, j0 + j, j0 + j, t[i * ld + j], add, scale, scale_inc);
         }
     }
 }
@@ -79,7 +81,8 @@ void gemv_rows_i8(int64_t n, int64_t k, const A* x, int64_t incx, const int8_t* 
     stream_rows_i8<I, A, 1>(n, k, x, 0, incx, mat, ldm, y, 0, add, scale, scale_inc, chunk, kGemvChunkBytes);
 }
 
-// stream_rows_i8 for 1 <= m <= kFewRowsMaxM rows of C, in a chunk of kFewRowsChunkBytes.
+// stream_rows_i8 for 1 <= m <= kFewRowsMaxM rows of C, kFewRowsChunkBytes of partial sums in a
+// buffer of kFewRowsBufferBytes.
 template <typename I, typename A>
 void few_rows_i8(int64_t m, int64_t n, int64_t k, const A* a, int64_t rsa, int64_t csa, const int8_t* b, int64_t rsb,
                  void* c, int64_t rsc, bool add, const float* scale, int64_t scale_inc, void* chunk) {
