@@ -56,6 +56,7 @@ struct Avx512F32 {
     using half = Avx512YmmF32;  // see kernels/small.hpp, HalfOf
     using mask = __mmask16;
     static constexpr int W = 16;
+    static constexpr int kVectorRegs = 32;  // zmm0-31: stream_rows_step (gemv.hpp)
     // Few-row small products: B's rows 8 steps ahead (16 lost; docs/DESIGN.md, "Small products").
     static constexpr int kSmallPrefetchB = 8;
     static reg zero() { return _mm512_setzero_ps(); }
@@ -126,6 +127,7 @@ struct Avx512F64 {
     using half = Avx512YmmF64;  // see kernels/small.hpp, HalfOf
     using mask = __mmask8;
     static constexpr int W = 8;
+    static constexpr int kVectorRegs = 32;
     static constexpr int kSmallPrefetchB = 8;  // as Avx512F32's
     static reg zero() { return _mm512_setzero_pd(); }
     static reg set1(T x) { return _mm512_set1_pd(x); }

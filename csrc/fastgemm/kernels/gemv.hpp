@@ -39,13 +39,24 @@ struct DirectLoad {
     typename V::reg part(const S* p) const { return V::maskz_loadu(tail, p); }
 };
 
-// Rows of B per pass for M rows of C: M x P broadcasts, P row vectors and an accumulator
-// within 16 vector registers (the fewest of any ISA here).
-template <int M>
-constexpr int stream_rows_step = M <= 2   ? 4
-                                 : M == 3 ? 3
-                                 : M <= 6 ? 2
-                                          : 1;
+// The vector registers V's ISA has: V::kVectorRegs where its traits say (AVX-512: 32), else 16
+// (the fewest of any ISA here).
+template <typename V, typename = void>
+constexpr int vector_regs = 16;
+template <typename V>
+constexpr int vector_regs<V, std::void_t<decltype(V::kVectorRegs)>> = V::kVectorRegs;
+
+// Rows of B per pass for M rows of C: M x P broadcasts, P row vectors and an accumulator within
+// the register file. With 32 registers, 4 for up to 6 rows: each pass loads and stores the
+// partial sums once, so 4 rows of B halve that traffic against 2 (x.T @ w with 4 columns, 3000 x
+// 4 x 64 on Zen 4: 0.74x -> 1.06x NumPy); 6 or 8 rows spilled (0.4-0.6x). See docs/DESIGN.md,
+// "Few rows".
+template <int M, int Regs>
+constexpr int stream_rows_step = Regs >= 32 && M <= 6 ? 4
+                                 : M <= 2             ? 4
+                                 : M == 3             ? 3
+                                 : M <= 6             ? 2
+                                                      : 1;
 
 // t[i * ld + j] += sum_q A[i, q] B[q, j] for i < M, q < P, j < len: each vector of t loaded and
 // stored once per P rows of B. a: A's element (0, 0) of these P columns; r0: B's row 0 of them;
@@ -86,7 +97,7 @@ void stream_rows_pass(int64_t full, int64_t len, const L& tail, const typename L
 // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j] for M rows of C, j < n, with B's
 // rows contiguous and streamed once, never packed: partial sums of M rows x as much of B's row
 // as fits chunk_bytes, in `chunk` (the calling thread's, with room for chunk_row_stride's
-// padding), are updated stream_rows_step<M> rows
+// padding), are updated stream_rows_step rows
 // of B at a time. A and B are read through L (stored as L::S). Per element the sum runs over p
 // in order.
 template <typename V, int M, typename L = DirectLoad<V>>
@@ -94,7 +105,7 @@ void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename L::S*
                  const typename L::S* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
                  typename V::T* chunk, int64_t chunk_bytes) {
     using T = typename V::T;
-    constexpr int W = V::W, P = stream_rows_step<M>;
+    constexpr int W = V::W, P = stream_rows_step<M, vector_regs<V>>;
     const int64_t tl = chunk_bytes / int64_t(sizeof(T)) / M / W * W;  // partial sums per row of C
     const int64_t ld = chunk_row_stride<M>(tl * int64_t(sizeof(T))) / int64_t(sizeof(T));
     for (int64_t j0 = 0; j0 < n; j0 += tl) {
