@@ -400,13 +400,17 @@ def test_matmul_out(dt):
 @pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
 @pytest.mark.parametrize("n", [2, 3, 4, 7, 8, 9, 16, 17, 32, 33, 48, 96])
 def test_small_products_are_sgemm_on_the_widened_inputs(dt, n, kernel):
-    """Small 2-byte products and stacks are widened whole and run on the float32 small kernels:
-    fastgemm.matmul of the float32 copies gives the same bits (float16: then rounded once).
-    bfloat16 items past 64^3 on a set with pair kernels run on those instead (96^3 here)."""
-    for sa, sb in (((n, n), (n, n)), ((5, n, n), (5, n, n)), ((n, n + 1), (n + 1, 3)), ((4, n, 2), (2, n))):
-        if dt == BF16 and pairs(kernel) and sa[-2] * sa[-1] * sb[-1] > 64**3:
+    """Small 2-byte products and stacks are widened whole and run on the float32 small kernels,
+    or on its dot kernel where float32 takes that (few rows against W.T from 96 bytes of k, a
+    narrow C): fastgemm.matmul of the float32 copies gives the same bits (float16: then rounded
+    once). bfloat16 items past 64^3 on a set with pair kernels run on those instead (96^3 here)."""
+    cases = [((n, n), (n, n)), ((5, n, n), (5, n, n)), ((n, n + 1), (n + 1, 3)), ((4, n, 2), (2, n))]
+    cases += [((3, n), (40, n, "T")), ((5, 2, n), (5, 40, n, "T"))]  # B stored by columns
+    for sa, sb in cases:
+        if dt == BF16 and pairs(kernel) and sa[-2] * sa[-1] * sb[-3 if sb[-1] == "T" else -1] > 64**3:
             continue
-        a, b = rand(sa, dt), rand(sb, dt)
+        a = rand(sa, dt)
+        b = np.swapaxes(rand(sb[:-1], dt), -1, -2) if sb[-1] == "T" else rand(sb, dt)
         got = np.asarray(fastgemm.matmul(a, b))
         want = np.asarray(fastgemm.matmul(a.astype(np.float32), b.astype(np.float32)))
         assert np.array_equal(got, want.astype(got.dtype)), (sa, sb)

@@ -219,64 +219,6 @@ void run_small_chunks(const KernelTable<T>& uk, int threads, T alpha, const Smal
         kSmallPiecesPerThread);
 }
 
-// Products with at most kDotsMaxSide rows or columns of C as dot products of rows along k:
-// x @ W.T with few rows of x (B's columns contiguous along k) from kDotsFewRowsMinKBytes of k,
-// or a narrow C (n <= 4: C^T = B^T A^T, A's rows streamed once against B's few columns) from
-// kDotsMinK, float32 from kDotsNarrowMinK. The few rows or columns of the short side are copied
-// along k when they are not (a copy of at most 4 x k elements); the long side must be. The small
-// path would copy or read all of the long operand per 4-row group and the packed one pack it for
-// those few rows or columns. On Zen 4 few rows won from 96 bytes of k (12 float64, 24 float32:
-// 1.0-2.4x the small path on both kernel sets; 64 bytes lost at 4 rows), and float32 narrow C
-// from k = 48 (2-4 of 16 lanes on the small path); float64 narrow C below k = 128 stays there,
-// where a stack streamed from memory gets the next item prefetched (1000 x (64 x 2 x 64): 1.42x
-// NumPy, 0.78x as dots). See docs/DESIGN.md, "Dot products".
-constexpr int64_t kDotsMaxSide = 4;
-constexpr int64_t kDotsMinK = 128;
-constexpr int64_t kDotsFewRowsMinKBytes = 96;
-constexpr int64_t kDotsNarrowMinK = 48;
-
-// C (short x long) = alpha * S L^T + beta * C, S's rows (lds apart) and L's rows (ldl apart)
-// contiguous along k; C's long side split over threads (each output computed the same way on
-// any split).
-template <typename T>
-void run_dots(const KernelTable<T>& uk, int64_t shorter, int64_t longer, int64_t k, T alpha, const T* s, int64_t lds,
-              const T* l, int64_t ldl, T beta, T* c, int64_t rsc, int64_t csc) {
-    parallel_ranges(threads_for(shorter, longer, k), longer, 4, [&](int, int64_t lo, int64_t hi) {
-        uk.dots(shorter, hi - lo, k, alpha, s, lds, l + lo * ldl, ldl, beta, c + lo * csc, rsc, csc);
-    });
-}
-
-// Whether try_dots takes the product: 1 for few rows, 2 for few columns, 0 not. Past
-// kDotsMaxSide, products with A's rows and B's columns both along k (x @ W.T, nothing to copy):
-// up to tuning.dots_rows_max_m rows with k at least a quarter of the long side and the long
-// operand within half of L3 (8 x 256 x 256 float64 0.88x -> 1.35x NumPy; W is reread per 3
-// rows, and 8 x 4096 x 4096 lost 5%); or up to tuning.f32_dots_max_side (float32) or
-// f64_dots_max_side (float64) rows or columns, k from kDotsWideMinK and at least 4 times the
-// long side, the long operand within half of L2; see docs/DESIGN.md, "Dot products".
-constexpr int64_t kDotsWideMinK = 512;
-
-template <typename T>
-int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
-    const int64_t k = a.cols;
-    if (c.rows <= kDotsMaxSide && b.rs == 1) return k * int64_t(sizeof(T)) >= kDotsFewRowsMinKBytes ? 1 : 0;
-    const int64_t narrow_min_k = sizeof(T) == 4 ? kDotsNarrowMinK : kDotsMinK;
-    if (c.cols <= kDotsMaxSide && a.cs == 1 && k >= narrow_min_k) return 2;
-    if (k < kDotsMinK) return 0;
-    if (a.cs != 1 || b.rs != 1) return 0;
-    if (c.rows <= t.dots_rows_max_m && 4 * k >= c.cols &&
-        2.0 * double(c.cols) * double(k) * double(sizeof(T)) <= double(caches().l3.size))
-        return 1;
-    if (k < kDotsWideMinK) return 0;
-    const int64_t max_side = sizeof(T) == 4 ? t.f32_dots_max_side : t.f64_dots_max_side;
-    auto fits = [&](int64_t shorter, int64_t longer) {
-        return shorter <= max_side && k >= 4 * longer &&
-               2.0 * double(longer) * double(k) * double(sizeof(T)) <= double(caches().l2.size);
-    };
-    if (fits(c.rows, c.cols)) return 1;
-    if (fits(c.cols, c.rows)) return 2;
-    return 0;
-}
-
 template <typename T>
 bool try_dots(const KernelSet& ks, const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta,
               View<T> c) {

@@ -92,9 +92,34 @@ void small_widened(const KernelSet& ks, const LowpTable<S>& lp, int threads, flo
     }
 }
 
+// Which dot-product form float32 gives a product laid out as this one (dots_side on float32
+// views of the same shape and strides), 0 none.
+template <typename S>
+int float32_dots_side(const KernelSet& ks, View<const S> a, View<const S> b, View<float> c) {
+    auto f32 = [](const View<const S>& v) { return View<const float>{nullptr, v.rows, v.cols, v.rs, v.cs}; };
+    return dots_side<float>(ks.tuning, f32(a), f32(b), c);
+}
+
+// A small product that float32 computes as dot products (side 1: few rows, 2: few columns):
+// A's rows and B's columns widened whole along k into the calling thread's scratch, where
+// float32's try_dots copies the short side along k and reads the long side there in place, and
+// the same dot kernel on them: float32's bits on the widened inputs, as for the small kernels.
+template <typename S>
+void widened_dots(const KernelSet& ks, const LowpTable<S>& lp, int side, float alpha, View<const S> a, View<const S> b,
+                  float beta, View<float> c) {
+    const int64_t m = c.rows, n = c.cols, k = a.cols;
+    float* wa = static_cast<float*>(thread_scratch(size_t((m + n) * k) * sizeof(float)));
+    float* wbt = wa + m * k;  // B^T, n x k
+    lp.widen(m, k, a.data, a.rs, a.cs, wa);
+    lp.widen(n, k, b.data, b.cs, b.rs, wbt);
+    if (side == 1) run_dots(ks.f32, m, n, k, alpha, wa, k, wbt, k, beta, c.data, c.rs, c.cs);
+    else run_dots(ks.f32, n, m, k, alpha, wbt, k, wa, k, beta, c.data, c.cs, c.rs);
+}
+
 // m, n, k >= 1, alpha != 0. Matrix-vector shapes and a few rows stream the 2-byte matrix (half
 // the bytes of float32); small products are widened whole into scratch for the
-// float32 small kernels; bfloat16 on a set with pair kernels runs on them; the rest takes the
+// float32 small kernels (or its dot kernel, where float32 takes that); bfloat16 on a set with
+// pair kernels runs on them; the rest takes the
 // packed path on the float32 main tile. The epilogue runs on each tile (blocked paths), on each
 // thread's outputs (matrix-vector), or on the small C once computed (still in cache).
 template <typename S>
@@ -109,7 +134,8 @@ void compute(float alpha, View<const S> a, View<const S> b, float beta, View<flo
     const Oriented<S, float> o = orient(a, b, c);
     const int threads = threads_for(o.c.rows, o.c.cols, o.a.cols);
     if (small_widened_fits(ks, o)) {
-        small_widened(ks, lp, threads, alpha, o, beta, StackRun{1, 0, 0, 0});
+        if (const int side = float32_dots_side(ks, a, b, c)) widened_dots(ks, lp, side, alpha, a, b, beta, c);
+        else small_widened(ks, lp, threads, alpha, o, beta, StackRun{1, 0, 0, 0});
         if (ep.active()) apply_epilogue(uk, c, ep);
         return;
     }
@@ -152,10 +178,12 @@ void gemm_lowp_batched(float alpha, View<const S> a, View<const S> b, float beta
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     const int per_item = threads_for(m, n, k);
     // Small products run a stack at a time (small_widened): widened in groups, one
-    // small_stack call per group, as gemm_batched's stacks of float32 products.
+    // small_stack call per group, as gemm_batched's stacks of float32 products; those float32
+    // computes as dot products go item by item, as there.
     const KernelSet& ks = active_kernels();
     const Oriented<S, float> o = orient(a, b, c);
-    const bool stacked = alpha != 0.0f && k > 0 && per_item == 1 && small_widened_fits(ks, o);
+    const bool stacked =
+        alpha != 0.0f && k > 0 && per_item == 1 && small_widened_fits(ks, o) && float32_dots_side(ks, a, b, c) == 0;
     const BatchAxis in = innermost(st);
     run_stack(
         c, st, m, n, k, per_item, stacked,
