@@ -117,11 +117,11 @@ void widened_dots(const KernelSet& ks, const LowpTable<S>& lp, int side, float a
 }
 
 // m, n, k >= 1, alpha != 0. Matrix-vector shapes and a few rows stream the 2-byte matrix (half
-// the bytes of float32); small products are widened whole into scratch for the
-// float32 small kernels (or its dot kernel, where float32 takes that); bfloat16 on a set with
-// pair kernels runs on them; the rest takes the
-// packed path on the float32 main tile. The epilogue runs on each tile (blocked paths), on each
-// thread's outputs (matrix-vector), or on the small C once computed (still in cache).
+// the bytes of float32); small products are widened whole into scratch for the float32 small
+// kernels (or its dot kernel, where float32 takes that); bfloat16 on a set with pair kernels
+// runs on them; the rest takes the packed path on the float32 main tile. The epilogue runs on
+// each tile (blocked paths), on each thread's outputs (matrix-vector), or on the small C once
+// computed (still in cache).
 template <typename S>
 void compute(float alpha, View<const S> a, View<const S> b, float beta, View<float> c, const Epilogue<float>& ep) {
     const KernelSet& ks = active_kernels();  // read once: set_kernel must not mix two sets

@@ -97,9 +97,8 @@ void stream_rows_pass(int64_t full, int64_t len, const L& tail, const typename L
 // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j] for M rows of C, j < n, with B's
 // rows contiguous and streamed once, never packed: partial sums of M rows x as much of B's row
 // as fits chunk_bytes, in `chunk` (the calling thread's, with room for chunk_row_stride's
-// padding), are updated stream_rows_step rows
-// of B at a time. A and B are read through L (stored as L::S). Per element the sum runs over p
-// in order.
+// padding), are updated stream_rows_step rows of B at a time. A and B are read through L
+// (stored as L::S). Per element the sum runs over p in order.
 template <typename V, int M, typename L = DirectLoad<V>>
 void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename L::S* a, int64_t rsa, int64_t csa,
                  const typename L::S* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,

@@ -35,8 +35,8 @@ inline void put_i8(void* y, int64_t i, int64_t j, uint32_t sum, bool add, const 
 // C[i, j] = sum_p A[i, p] B[p, j] for M rows of C (row i at c + i * rsc elements), j < n, B's
 // rows contiguous (rsb apart): four rows of B at a time into partial sums held in `chunk` (the
 // calling thread's; M rows x as much of B's row as fits chunk_bytes, rows chunk_row_stride
-// apart), each row of B one
-// sequential stream. Each row of C is the one-row form's (rows4 per row of C).
+// apart), each row of B one sequential stream. Each row of C is the one-row form's (rows4 per
+// row of C).
 template <typename I, typename A, int M>
 void stream_rows_i8(int64_t n, int64_t k, const A* a, int64_t rsa, int64_t csa, const int8_t* b, int64_t rsb, void* c,
                     int64_t rsc, bool add, const float* scale, int64_t scale_inc, void* chunk, int64_t chunk_bytes) {
