@@ -224,20 +224,25 @@ bool try_dots(const KernelSet& ks, const KernelTable<T>& uk, T alpha, View<const
               View<T> c) {
     const int side = dots_side(ks.tuning, a, b, c);
     if (side == 0) return false;
-    // The short side's operand S: A's rows (few rows), or B's columns as rows (few columns);
-    // the long side's L the other, its rows along k. C as short x long: C itself or C^T.
-    const bool rows = side == 1;
-    const View<const T> bt{b.data, b.cols, b.rows, b.cs, b.rs};  // B^T: B's columns as rows
-    const View<const T> sv = rows ? a : bt, lv = rows ? bt : a;
+    // The long side's operand is along k (dots_side's rule); the short side's is copied along k
+    // when it is not: A's rows (few rows) or B's columns (few columns).
     const int64_t k = a.cols;
-    const T* s = sv.data;
-    if (sv.cs != 1) {
-        T* copy = static_cast<T*>(thread_scratch(size_t(sv.rows * k) * sizeof(T)));
-        copy_to_rows(uk, sv.rows, k, sv.data, sv.rs, sv.cs, copy, k);
-        s = copy;
+    const T *ar = a.data, *bt = b.data;
+    int64_t lda = a.rs, ldb = b.cs;
+    auto along_k = [&](int64_t rows, const T* src, int64_t rs, int64_t cs) {
+        T* copy = static_cast<T*>(thread_scratch(size_t(rows * k) * sizeof(T)));
+        copy_to_rows(uk, rows, k, src, rs, cs, copy, k);
+        return copy;
+    };
+    if (a.cs != 1) {
+        ar = along_k(a.rows, a.data, a.rs, a.cs);
+        lda = k;
     }
-    run_dots(uk, sv.rows, lv.rows, k, alpha, s, sv.cs == 1 ? sv.rs : k, lv.data, lv.rs, beta, c.data,
-             rows ? c.rs : c.cs, rows ? c.cs : c.rs);
+    if (b.rs != 1) {
+        bt = along_k(b.cols, b.data, b.cs, b.rs);
+        ldb = k;
+    }
+    run_dots_side(uk, side, k, alpha, ar, lda, bt, ldb, beta, c);
     return true;
 }
 

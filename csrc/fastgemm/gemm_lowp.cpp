@@ -112,8 +112,7 @@ void widened_dots(const KernelSet& ks, const LowpTable<S>& lp, int side, float a
     float* wbt = wa + m * k;  // B^T, n x k
     lp.widen(m, k, a.data, a.rs, a.cs, wa);
     lp.widen(n, k, b.data, b.cs, b.rs, wbt);
-    if (side == 1) run_dots(ks.f32, m, n, k, alpha, wa, k, wbt, k, beta, c.data, c.rs, c.cs);
-    else run_dots(ks.f32, n, m, k, alpha, wbt, k, wa, k, beta, c.data, c.cs, c.rs);
+    run_dots_side(ks.f32, side, k, alpha, wa, k, wbt, k, beta, c);
 }
 
 // m, n, k >= 1, alpha != 0. Matrix-vector shapes and a few rows stream the 2-byte matrix (half

@@ -223,6 +223,16 @@ void run_dots(const KernelTable<T>& uk, int64_t shorter, int64_t longer, int64_t
     });
 }
 
+// C = alpha * A B + beta * C as dots_side's `side` says (1: C's rows the short side, 2: its
+// columns, C^T = B^T A^T), A's rows (ar, lda apart) and B's columns (bt, ldb apart) both
+// contiguous along k.
+template <typename T>
+void run_dots_side(const KernelTable<T>& uk, int side, int64_t k, T alpha, const T* ar, int64_t lda, const T* bt,
+                   int64_t ldb, T beta, View<T> c) {
+    if (side == 1) run_dots(uk, c.rows, c.cols, k, alpha, ar, lda, bt, ldb, beta, c.data, c.rs, c.cs);
+    else run_dots(uk, c.cols, c.rows, k, alpha, bt, ldb, ar, lda, beta, c.data, c.cs, c.rs);
+}
+
 // Whether try_dots takes the product: 1 for few rows, 2 for few columns, 0 not. Past
 // kDotsMaxSide, products with A's rows and B's columns both along k (x @ W.T, nothing to copy):
 // up to tuning.dots_rows_max_m rows with k at least a quarter of the long side and the long
