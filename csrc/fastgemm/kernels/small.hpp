@@ -352,18 +352,27 @@ void square_tiny(typename V::T alpha, const typename V::T* a, int64_t rsa, int64
         }
 }
 
-// Items from kStackAheadBytes of A, B and C up get the next item's lines prefetched: smaller
-// ones lost to the extra instructions (float64 3000 x 12^3) or gained nothing (float32 32^3).
+// Whether a stack's items get the next item's lines prefetched: from kStackAheadBytes of A, B
+// and C, and then only when B is wider than one panel of PanelCols columns or k reaches
+// kStackAheadMinK. Smaller items lost to the extra instructions (float64 3000 x 12^3) or gained
+// nothing (float32 32^3); one panel over a short k reads its rows as a few sequential streams
+// the hardware follows, and prefetching cost float64 20^3-28^3 and 12 x 24 x 24 items 10-35%.
+// See docs/DESIGN.md, "Small products".
 constexpr int64_t kStackAheadBytes = 8 * 1024;
+constexpr int64_t kStackAheadMinK = 32;
+template <int PanelCols, typename T>
+constexpr bool stack_ahead(int64_t m, int64_t n, int64_t k) {
+    return (m * k + k * n + m * n) * int64_t(sizeof(T)) >= kStackAheadBytes && (n > PanelCols || k >= kStackAheadMinK);
+}
 
 // product(a, b, c, next) for each item of a run, next the lines of the item after it to
-// prefetch, or null (the last item, or items kStackAheadBytes leaves to the hardware). Each row
+// prefetch, or null (the last item, or items stack_ahead leaves to the hardware). Each row
 // group takes `per` lines a k step, set from the steps the previous item took (the same for
 // every item) so that the lines are spread over the whole item.
-template <typename T, typename F>
+template <int PanelCols, typename T, typename F>
 inline void each_item(const StackRun& s, int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
                       const T* b, int64_t rsb, T* c, int64_t rsc, F product) {
-    const bool ahead = (m * k + k * n + m * n) * int64_t(sizeof(T)) >= kStackAheadBytes;
+    const bool ahead = stack_ahead<PanelCols, T>(m, n, k);
     int per = 1;
     for (int64_t i = 0; i < s.count; ++i, a += s.sa, b += s.sb, c += s.sc) {
         if (!ahead || i + 1 == s.count) {
@@ -392,17 +401,17 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
     constexpr int W = V::W;
     // Items stored whole (every row stride N, the usual contiguous stack) get the strides as
     // constants: each load and store is then an immediate offset from the item's base.
-#define FASTGEMM_EACH(call, N, ...)                                                                \
-    do {                                                                                           \
-        if (rsa == N && rsb == N && rsc == N)                                                      \
-            return each_item(s, m, n, k, a, N, 1, b, N, c, N,                                      \
-                             [&](const T* ai, const T* bi, T* ci, [[maybe_unused]] NextItem* nx) { \
-                                 call(alpha, ai, N, 1, bi, N, beta, ci, N __VA_ARGS__);            \
-                             });                                                                   \
-        return each_item(s, m, n, k, a, rsa, csa, b, rsb, c, rsc,                                  \
-                         [&](const T* ai, const T* bi, T* ci, [[maybe_unused]] NextItem* nx) {     \
-                             call(alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc __VA_ARGS__);        \
-                         });                                                                       \
+#define FASTGEMM_EACH(call, N, ...)                                                                        \
+    do {                                                                                                   \
+        if (rsa == N && rsb == N && rsc == N)                                                              \
+            return each_item<PV * W>(s, m, n, k, a, N, 1, b, N, c, N,                                      \
+                                     [&](const T* ai, const T* bi, T* ci, [[maybe_unused]] NextItem* nx) { \
+                                         call(alpha, ai, N, 1, bi, N, beta, ci, N __VA_ARGS__);            \
+                                     });                                                                   \
+        return each_item<PV * W>(s, m, n, k, a, rsa, csa, b, rsb, c, rsc,                                  \
+                                 [&](const T* ai, const T* bi, T* ci, [[maybe_unused]] NextItem* nx) {     \
+                                     call(alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc __VA_ARGS__);        \
+                                 });                                                                       \
     } while (0)
     if (m == n && n == k && csa == 1) {
         switch (n) {
@@ -436,7 +445,7 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
     if (n <= PV * W && !small_chunks_b(n * int64_t(sizeof(T)), k)) {
         if constexpr (has_half<V>) {
             if (half_part<V>(n))
-                return each_item(
+                return each_item<PV * W>(
                     s, m, n, k, a, rsa, csa, b, rsb, c, rsc, [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
                         half_tail<V, PV>(n / W, n % W, m, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc, {}, nx);
                     });
@@ -444,10 +453,11 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
         typename V::mask mk[PV];
         for (int v = 0; v < PV; ++v) mk[v] = V::lanes(int(n - v * W));
         auto panels = [&](auto nv, auto full) {
-            each_item(s, m, n, k, a, rsa, csa, b, rsb, c, rsc, [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
-                small_panel<V, decltype(nv)::value, 0, decltype(full)::value>(m, k, alpha, ai, rsa, csa, bi, rsb, beta,
-                                                                              ci, rsc, mk, {}, nx);
-            });
+            each_item<PV * W>(s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
+                              [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
+                                  small_panel<V, decltype(nv)::value, 0, decltype(full)::value>(
+                                      m, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc, mk, {}, nx);
+                              });
         };
         auto width = [&](auto nv) {
             if (n % W == 0) panels(nv, std::true_type{});
@@ -467,7 +477,7 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
             default: break;
         }
     }
-    each_item(s, m, n, k, a, rsa, csa, b, rsb, c, rsc, [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
+    each_item<PV * W>(s, m, n, k, a, rsa, csa, b, rsb, c, rsc, [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
         small_ahead<V, PV>(m, n, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc, nx);
     });
 }
