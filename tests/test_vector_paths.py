@@ -8,7 +8,9 @@ import pytest
 import fastgemm
 from gemm_check import DTYPES, GEMM, Placed, assert_matches, on_threads, random_matrix, reference
 
-# (m, n, k): one-row, one-column, vectors longer than one partial-sum chunk, primes.
+# (m, n, k): one-row, one-column, vectors longer than one partial-sum chunk, primes, and one
+# row against a matrix past kStreamDeepBytes (16 MiB as float32; 8 rows of it a pass, then 4,
+# then 1).
 VECTOR_SHAPES = [
     (1, 1, 1),
     (1, 1, 333),
@@ -21,6 +23,7 @@ VECTOR_SHAPES = [
     (5000, 1, 7),
     (1, 5003, 17),
     (4099, 1, 17),
+    (1, 2050, 2053),
 ]
 # Few rows with B wide enough to be read in place, around the skinny/main and in-place limits.
 # Products small enough to skip packing: row counts around the 4-row groups, widths around
@@ -132,7 +135,16 @@ def test_few_rows_streamed(kernel, dtype, shape, trans_a, b_offset, beta):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
-    "shape", [(1, 20000, 300), (20000, 1, 300), (3, 20000, 300), (7, 4096, 64), (301, 200, 400), (3001, 20, 300)]
+    "shape",
+    [
+        (1, 20000, 300),
+        (1, 2050, 2053),
+        (20000, 1, 300),
+        (3, 20000, 300),
+        (7, 4096, 64),
+        (301, 200, 400),
+        (3001, 20, 300),
+    ],
 )
 def test_same_bits_for_any_thread_count(dtype, shape):
     m, n, k = shape

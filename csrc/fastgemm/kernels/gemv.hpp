@@ -58,6 +58,14 @@ constexpr int stream_rows_step = Regs >= 32 && M <= 6 ? 4
                                  : M <= 6             ? 2
                                                       : 1;
 
+// One row of C against a matrix of kStreamDeepBytes or more, where the ISA has 32 registers:
+// 8 rows of B a pass (17 registers), twice the streams from memory in flight and half the
+// partial-sum traffic of 4 (float32 1 x 11008 x 4096 on Zen 4: 0.89x -> 1.01x NumPy); matrices
+// in cache lost up to 8% with it. See docs/DESIGN.md, "Matrix-vector chunk".
+constexpr int64_t kStreamDeepBytes = int64_t(16) << 20;
+template <int M, int Regs>
+constexpr int stream_rows_deep_step = M == 1 && Regs >= 32 ? 8 : stream_rows_step<M, Regs>;
+
 // t[i * ld + j] += sum_q A[i, q] B[q, j] for i < M, q < P, j < len: each vector of t loaded and
 // stored once per P rows of B. a: A's element (0, 0) of these P columns; r0: B's row 0 of them;
 // `tail` reads the last len - full elements of a row.
@@ -69,26 +77,26 @@ void stream_rows_pass(int64_t full, int64_t len, const L& tail, const typename L
     R x[M][P];
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i)
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int q = 0; q < P; ++q) x[i][q] = V::set1(L::one(a[i * rsa + q * csa]));
     auto step = [&](int64_t j, const R(&bv)[P]) {
 #pragma GCC unroll 8
         for (int i = 0; i < M; ++i) {
             R acc = V::loadu(t + i * ld + j);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int q = 0; q < P; ++q) acc = V::fmadd(x[i][q], bv[q], acc);
             V::storeu(t + i * ld + j, acc);
         }
     };
     for (int64_t j = 0; j < full; j += W) {
         R bv[P];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int q = 0; q < P; ++q) bv[q] = L::load(r0 + q * rsb + j);
         step(j, bv);
     }
     if (tail.any(full, len)) {
         R bv[P];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int q = 0; q < P; ++q) bv[q] = tail.part(r0 + q * rsb + full);
         step(full, bv);
     }
@@ -104,7 +112,8 @@ void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename L::S*
                  const typename L::S* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
                  typename V::T* chunk, int64_t chunk_bytes) {
     using T = typename V::T;
-    constexpr int W = V::W, P = stream_rows_step<M, vector_regs<V>>;
+    constexpr int W = V::W, P = stream_rows_step<M, vector_regs<V>>, PD = stream_rows_deep_step<M, vector_regs<V>>;
+    const bool deep = PD != P && k * n * int64_t(sizeof(typename L::S)) >= kStreamDeepBytes;
     const int64_t tl = chunk_bytes / int64_t(sizeof(T)) / M / W * W;  // partial sums per row of C
     const int64_t ld = chunk_row_stride<M>(tl * int64_t(sizeof(T))) / int64_t(sizeof(T));
     for (int64_t j0 = 0; j0 < n; j0 += tl) {
@@ -116,6 +125,10 @@ void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename L::S*
             for (int64_t j = 0, padded = full < len ? full + W : full; j < padded; ++j) chunk[i * ld + j] = T(0);
         const typename L::S* b0 = b + j0;
         int64_t p = 0;
+        if constexpr (PD != P)
+            if (deep)
+                for (; p + PD <= k; p += PD)
+                    stream_rows_pass<V, M, PD>(full, len, tail, a + p * csa, rsa, csa, b0 + p * rsb, rsb, chunk, ld);
         for (; p + P <= k; p += P)
             stream_rows_pass<V, M, P>(full, len, tail, a + p * csa, rsa, csa, b0 + p * rsb, rsb, chunk, ld);
         for (; p < k; ++p)
