@@ -160,7 +160,8 @@ void few_rows(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typena
 }
 
 // y[j] = dot(x, M[j, :]) for four rows of M at a time (x loaded once per four dots); each dot
-// keeps W partial sums and adds them up at the end.
+// keeps W partial sums and adds them up at the end in V::reduce's tree, as dots_block does (in
+// lane order, W - 1 dependent adds, a dot of k <= W took 16 cycles on Zen 4).
 template <typename V, typename L = DirectLoad<V>>
 void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename L::S* x, const typename L::S* mat, int64_t ldm,
                typename V::T beta, typename V::T* y, int64_t incy) {
@@ -171,10 +172,7 @@ void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename L::S* x
     const int64_t full = k / W * W;
     const L tail(k - full);
     auto finish = [&](R acc, int64_t j) {
-        T lanes[W];
-        V::storeu(lanes, acc);
-        T sum = T(0);
-        for (int l = 0; l < W; ++l) sum += lanes[l];
+        const T sum = V::reduce(acc);
         T& yj = y[j * incy];
         yj = beta == T(0) ? alpha * sum : alpha * sum + beta * yj;
     };
