@@ -8,9 +8,9 @@ import pytest
 import fastgemm
 from gemm_check import DTYPES, GEMM, Placed, assert_matches, on_threads, random_matrix, reference
 
-# (m, n, k): one-row, one-column, vectors longer than one partial-sum chunk, primes, and one
-# row against a matrix past kStreamDeepBytes (16 MiB as float32; 8 rows of it a pass, then 4,
-# then 1).
+# (m, n, k): one-row, one-column, vectors longer than one partial-sum chunk, primes, one row
+# against a matrix past kStreamDeepBytes (16 MiB as float32; 8 rows of it a pass, then 4, then
+# 1), and dots of k <= 8 (short_dots: rows back to back, a partial last group of outputs).
 VECTOR_SHAPES = [
     (1, 1, 1),
     (1, 1, 333),
@@ -24,6 +24,12 @@ VECTOR_SHAPES = [
     (1, 5003, 17),
     (4099, 1, 17),
     (1, 2050, 2053),
+    (16, 1, 1),
+    (45, 1, 3),
+    (33, 1, 6),
+    (53, 1, 8),
+    (1, 17, 2),
+    (1, 40, 7),
 ]
 # Few rows with B wide enough to be read in place, around the skinny/main and in-place limits.
 # Products small enough to skip packing: row counts around the 4-row groups, widths around

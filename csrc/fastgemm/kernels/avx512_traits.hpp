@@ -59,6 +59,12 @@ struct Avx512F32 {
     static constexpr int kVectorRegs = 32;  // zmm0-31: stream_rows_step (gemv.hpp)
     // Few-row small products: B's rows 8 steps ahead (16 lost; docs/DESIGN.md, "Small products").
     static constexpr int kSmallPrefetchB = 8;
+    // Short dots W at a time (gemv.hpp, short_dots): lanes picked from two registers.
+    static constexpr int kShortDotsMaxK = 8;
+    using index = __m512i;
+    static index make_index(const int* lane) { return _mm512_loadu_si512(lane); }
+    static reg permute2(reg a, index ix, reg b) { return _mm512_permutex2var_ps(a, ix, b); }
+    static reg blend(mask m, reg a, reg b) { return _mm512_mask_blend_ps(m, a, b); }
     static reg zero() { return _mm512_setzero_ps(); }
     static reg set1(T x) { return _mm512_set1_ps(x); }
     static reg loadu(const T* p) { return _mm512_loadu_ps(p); }
@@ -129,6 +135,15 @@ struct Avx512F64 {
     static constexpr int W = 8;
     static constexpr int kVectorRegs = 32;
     static constexpr int kSmallPrefetchB = 8;  // as Avx512F32's
+    static constexpr int kShortDotsMaxK = 7;   // k = 8 is one whole vector a row: gemv_dots' form
+    using index = __m512i;
+    static index make_index(const int* lane) {
+        int64_t q[W];
+        for (int l = 0; l < W; ++l) q[l] = lane[l];
+        return _mm512_loadu_si512(q);
+    }
+    static reg permute2(reg a, index ix, reg b) { return _mm512_permutex2var_pd(a, ix, b); }
+    static reg blend(mask m, reg a, reg b) { return _mm512_mask_blend_pd(m, a, b); }
     static reg zero() { return _mm512_setzero_pd(); }
     static reg set1(T x) { return _mm512_set1_pd(x); }
     static reg loadu(const T* p) { return _mm512_loadu_pd(p); }
