@@ -219,6 +219,24 @@ void run_small_chunks(const KernelTable<T>& uk, int threads, T alpha, const Smal
         kSmallPiecesPerThread);
 }
 
+// A small product with both operands stored by columns (x.T @ W.T: A^T and B^T row-major)
+// whose B the small kernels would copy, and m < k: computed as C^T = B^T A^T, which reads both
+// in place, into the calling thread's scratch, then transposed into C by copy_columns, moving m x
+// n elements instead of B's k x n. Each element sums the same products in the same order, so
+// the bits are the same; see docs/DESIGN.md, "Operands stored by columns".
+template <typename T>
+bool try_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, int threads, T alpha,
+                          const SmallProduct<T>& sp, T beta) {
+    const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
+    if (beta != T(0) || sp.a.rs != 1 || sp.b.rs != 1 || m >= k) return false;
+    T* t = static_cast<T*>(thread_scratch(size_t(n * m) * sizeof(T)));
+    const SmallProduct<T> st{{sp.b.data, n, k, sp.b.cs, 1}, {sp.a.data, k, m, sp.a.cs, 1}, {t, n, m, m, 1}, false};
+    if (!small_shaped(ks, st) || small_b_plan(st) != SmallB::in_place || small_b_chunks(st)) return false;
+    run_small(uk, threads, alpha, st, T(0));
+    uk.copy_columns(m, n, t, m, sp.c.data, sp.c.rs);
+    return true;
+}
+
 template <typename T>
 bool try_dots(const KernelSet& ks, const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta,
               View<T> c) {
@@ -301,6 +319,7 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     const SmallB plan = small_shaped(ks, sp) ? small_b_plan(sp) : SmallB::none;
     if (plan != SmallB::none) {
         const int threads = threads_for(m, n, k, kSmallMinWorkPerThread);
+        if (plan == SmallB::copied && !ep.active() && try_small_transposed(ks, main, threads, alpha, sp, beta)) return;
         if (plan == SmallB::copied && threads > 1 && !ep.active() && sp.c.rows <= kCopiedColumnsMaxM) {
             run_small_copied(main, threads, alpha, sp, beta);
             return;
