@@ -302,3 +302,23 @@ def test_few_rows_or_columns_any_layout(kernel, dtype, shape, layout, beta):
     fused = fastgemm.gemm(a, b, bias=bias, activation="relu")
     want = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias, 0)
     assert_matches(fused, want, reference(a, b, c0, 1.0, 0.0, False, False)[1] + np.abs(bias), f"{kernel} fused")
+
+
+# x @ w with w contiguous: 2-4 columns are copied along k for the narrow dot kernel (de-interleaved
+# W columns a step by lane picks where the ISA has them, the last step partial), one row of x
+# included (taken from the rows form to the dots); 5-8 columns read in place for comparison.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1, 2, 300), (1, 3, 130), (2, 2, 2051), (3, 5, 700), (4, 7, 129), (2, 8, 1000)])
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_narrow_contiguous_b(kernel, dtype, shape, beta):
+    m, n, k = shape
+    rng = np.random.default_rng(m * 1000 + n * 10 + k)
+    a, b = random_matrix(rng, (m, k), dtype), random_matrix(rng, (k, n), dtype)
+    c0 = random_matrix(rng, (m, n), dtype)
+    placed = Placed(c0)
+    if beta == 0:
+        placed.arr[...] = np.nan  # must not survive
+    GEMM[np.dtype(dtype)](a, b, placed.arr, alpha=1.5, beta=beta)
+    ref, bound = reference(a, b, c0, 1.5, beta)
+    assert_matches(placed.arr, ref, bound, f"{kernel} {shape} beta={beta}")
+    assert placed.untouched_outside()

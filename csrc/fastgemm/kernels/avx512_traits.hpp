@@ -59,8 +59,8 @@ struct Avx512F32 {
     static constexpr int kVectorRegs = 32;  // zmm0-31: stream_rows_step (gemv.hpp)
     // Few-row small products: B's rows 8 steps ahead (16 lost; docs/DESIGN.md, "Small products").
     static constexpr int kSmallPrefetchB = 8;
-    // Short dots W at a time (gemv.hpp, short_dots): lanes picked from two registers.
-    static constexpr int kShortDotsMaxK = 8;
+    // Lane picks (lanes.hpp: short dots, narrow column copies): lanes from two registers.
+    static constexpr int kLanePicksMaxK = 8;
     using index = __m512i;
     static index make_index(const int* lane) { return _mm512_loadu_si512(lane); }
     static reg permute2(reg a, index ix, reg b) { return _mm512_permutex2var_ps(a, ix, b); }
@@ -135,7 +135,7 @@ struct Avx512F64 {
     static constexpr int W = 8;
     static constexpr int kVectorRegs = 32;
     static constexpr int kSmallPrefetchB = 8;  // as Avx512F32's
-    static constexpr int kShortDotsMaxK = 7;   // k = 8 is one whole vector a row: gemv_dots' form
+    static constexpr int kLanePicksMaxK = 8;  // as Avx512F32's
     using index = __m512i;
     static index make_index(const int* lane) {
         int64_t q[W];

@@ -11,18 +11,10 @@
 #include <type_traits>
 
 #include "../kernel.hpp"
+#include "lanes.hpp"
 
 namespace fastgemm {
 namespace kernels {
-
-// f(std::integral_constant<int, m>{}) for 1 <= m <= Max: a row count known at run time handed
-// to a kernel that fixes it at compile time (larger m are taken as Max).
-template <int Max, typename F>
-void with_rows(int64_t m, F f) {
-    if constexpr (Max > 1)
-        if (m < Max) return with_rows<Max - 1>(m, f);
-    f(std::integral_constant<int, Max>{});
-}
 
 // How the streaming kernels read their inputs (L::S the stored type): load(p) W elements as a
 // V::reg, one(x) one element as V::T; an L made for the last `rest` < W elements of a row reads
@@ -160,15 +152,13 @@ void few_rows(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typena
     });
 }
 
-// Dots of k <= V::kShortDotsMaxK over rows stored back to back (ldm == k), where the ISA picks
-// lanes from two registers: W outputs a step from the k vectors their rows fill, each output
-// summing x[p] * M[j, p] over p in order in its lane (lane l of step p picked from element
-// l * k + p). The four-row form spends most of a short dot adding up its lanes (float32 3000 x
-// 1 x 3 on Zen 4: 0.31x NumPy). Returns false where it does not apply.
-template <typename V, typename = void>
-constexpr int short_dots_max_k = 0;
+// Dots of k <= lane_picks_max_k over rows stored back to back (ldm == k): W outputs a step
+// from the k vectors their rows fill, each output summing x[p] * M[j, p] over p in order in its
+// lane (LanePicks, lanes.hpp). The four-row form spends most of a short dot adding up its lanes
+// (float32 3000 x 1 x 3 on Zen 4: 0.31x NumPy). float64 stops at k = 7: at 8 a row is one whole
+// vector, the four-row form's. Returns false where it does not apply.
 template <typename V>
-constexpr int short_dots_max_k<V, std::void_t<decltype(V::kShortDotsMaxK)>> = V::kShortDotsMaxK;
+constexpr int short_dots_max_k = lane_picks_max_k<V> < V::W ? lane_picks_max_k<V> : V::W - 1;
 
 // short_dots for k = K fixed at compile time (the registers and lane picks indexed by constants).
 template <typename V, typename L, int K>
@@ -177,22 +167,8 @@ void short_dots_k(int64_t n, typename V::T alpha, const typename L::S* x, const 
     using T = typename V::T;
     using R = typename V::reg;
     using M = typename V::mask;
-    constexpr int W = V::W, PAIRS = (K + 1) / 2;
-    // Step p takes lane l from element e = l * K + p: register pair e / 2W, lane e % 2W there.
-    typename V::index ix[K][PAIRS];
-    M from[K][PAIRS];
-    for (int p = 0; p < K; ++p)
-        for (int c = 0; c < PAIRS; ++c) {
-            int lane[W];
-            M m = 0;
-            for (int l = 0; l < W; ++l) {
-                const int e = l * K + p - 2 * W * c;
-                lane[l] = e & (2 * W - 1);
-                if (e >= 0 && e < 2 * W) m = M(m | (M(1) << l));
-            }
-            ix[p][c] = V::make_index(lane);
-            from[p][c] = m;
-        }
+    constexpr int W = V::W;
+    const LanePicks<V, K> picks;
     R xs[K];
 #pragma GCC unroll 8
     for (int p = 0; p < K; ++p) xs[p] = V::set1(L::one(x[p]));
@@ -200,7 +176,7 @@ void short_dots_k(int64_t n, typename V::T alpha, const typename L::S* x, const 
     for (int64_t j = 0; j < n; j += W) {
         const int64_t rows = n - j < W ? n - j : W;
         const typename L::S* r = mat + j * K;
-        R v[2 * PAIRS];
+        R v[K + 1];
 #pragma GCC unroll 8
         for (int q = 0; q < K; ++q)
             v[q] = rows == W          ? L::load(r + q * W)
@@ -209,13 +185,8 @@ void short_dots_k(int64_t n, typename V::T alpha, const typename L::S* x, const 
         if constexpr (K % 2 == 1) v[K] = V::zero();
         R acc = V::zero();
 #pragma GCC unroll 8
-        for (int p = 0; p < K; ++p) {
-            R pick = V::permute2(v[0], ix[p][0], v[1]);
-#pragma GCC unroll 4
-            for (int c = 1; c < PAIRS; ++c)
-                pick = V::blend(from[p][c], pick, V::permute2(v[2 * c], ix[p][c], v[2 * c + 1]));
-            acc = p == 0 ? V::mul(xs[0], pick) : V::fmadd(xs[p], pick, acc);
-        }
+        for (int p = 0; p < K; ++p)
+            acc = p == 0 ? V::mul(xs[0], picks.pick(v, 0)) : V::fmadd(xs[p], picks.pick(v, p), acc);
         const M mk = V::lanes(int(rows));
         R out = V::mul(acc, va);
         T* yj = y + j * incy;

@@ -1,0 +1,88 @@
+// Lane picks: W groups of K elements stored back to back (W * K elements in K vectors) split
+// into K vectors, vector p holding element p of every group (lane l: element l * K + p), by
+// two-register permutes where the ISA has them (V::kLanePicksMaxK, V::permute2, V::blend,
+// V::make_index); and with_rows, which hands such a K, known at run time, to a kernel that fixes
+// it at compile time. Included only from kernels/*.cpp (through table.hpp); templated on V like
+// every kernel.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "../kernel.hpp"
+
+namespace fastgemm {
+namespace kernels {
+
+// f(std::integral_constant<int, m>{}) for 1 <= m <= Max: a row count known at run time handed
+// to a kernel that fixes it at compile time (larger m are taken as Max).
+template <int Max, typename F>
+void with_rows(int64_t m, F f) {
+    if constexpr (Max > 1)
+        if (m < Max) return with_rows<Max - 1>(m, f);
+    f(std::integral_constant<int, Max>{});
+}
+
+// The largest K the ISA picks lanes for: V::kLanePicksMaxK, else 0 (none).
+template <typename V, typename = void>
+constexpr int lane_picks_max_k = 0;
+template <typename V>
+constexpr int lane_picks_max_k<V, std::void_t<decltype(V::kLanePicksMaxK)>> = V::kLanePicksMaxK;
+
+// The permutes for K: pick(v, p) (v: the K vectors and, for odd K, one more, any value) gives
+// the vector whose lane l is element l * K + p of the W * K elements in v: ceil(K / 2)
+// two-register permutes and the blends between them.
+template <typename V, int K>
+struct LanePicks {
+    static constexpr int kPairs = (K + 1) / 2;
+    typename V::index ix[K][kPairs];
+    typename V::mask from[K][kPairs];
+
+    LanePicks() {
+        using M = typename V::mask;
+        constexpr int W = V::W;
+        for (int p = 0; p < K; ++p)
+            for (int c = 0; c < kPairs; ++c) {
+                int lane[W];
+                M m = 0;
+                for (int l = 0; l < W; ++l) {
+                    const int e = l * K + p - 2 * W * c;  // its place in register pair c
+                    lane[l] = e & (2 * W - 1);
+                    if (e >= 0 && e < 2 * W) m = M(m | (M(1) << l));
+                }
+                ix[p][c] = V::make_index(lane);
+                from[p][c] = m;
+            }
+    }
+    typename V::reg pick(const typename V::reg* v, int p) const {
+        typename V::reg r = V::permute2(v[0], ix[p][0], v[1]);
+#pragma GCC unroll 4
+        for (int c = 1; c < kPairs; ++c) r = V::blend(from[p][c], r, V::permute2(v[2 * c], ix[p][c], v[2 * c + 1]));
+        return r;
+    }
+};
+
+// dst (K rows, rows ld apart) = the K rows interleaved in src (element (i, j) at j * K + i),
+// cols of them: W columns a step by LanePicks, the last step masked.
+template <typename V, int K>
+void deinterleave(int64_t cols, const typename V::T* src, typename V::T* dst, int64_t ld) {
+    constexpr int W = V::W;
+    const LanePicks<V, K> picks;
+    for (int64_t j = 0; j < cols; j += W) {
+        const int64_t n = cols - j < W ? cols - j : W;
+        typename V::reg v[K + 1];
+#pragma GCC unroll 8
+        for (int q = 0; q < K; ++q)
+            v[q] = n == W ? V::loadu(src + j * K + q * W)
+                          : V::maskz_loadu(V::lanes(int(n * K - q * W)), src + j * K + q * W);
+        if constexpr (K % 2 == 1) v[K] = V::zero();
+#pragma GCC unroll 8
+        for (int i = 0; i < K; ++i) {
+            if (n == W) V::storeu(dst + i * ld + j, picks.pick(v, i));
+            else V::mask_storeu(dst + i * ld + j, V::lanes(int(n)), picks.pick(v, i));
+        }
+    }
+}
+
+}  // namespace kernels
+}  // namespace fastgemm
