@@ -39,8 +39,9 @@ def test_square_stacks(kernel, n, dtype):
 # (64, 128, 64) to (64, 1024, 8) have 64+ rows and B rows 512, 1024 or 4096 bytes apart (as
 # float32; twice as far as float64), which crowd a few L1 sets: a single such product copies B
 # with its rows apart, a stack reads each item's B in place and prefetches the next item's
-# operands (items of 8 KiB up). The last two are narrow items past the small kernels' work cap
-# (on AVX2 narrow C takes them at any size).
+# operands (items of 8 KiB up). Then two narrow items past the small kernels' work cap (on AVX2
+# narrow C takes them at any size), and one row of 2-4 columns (the narrow dots, not the
+# matrix-vector kernels, alone and in a stack).
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
@@ -58,6 +59,8 @@ def test_square_stacks(kernel, n, dtype):
         (64, 1024, 8),
         (700, 10, 320),
         (1500, 3, 500),
+        (1, 2, 300),
+        (1, 4, 130),
     ],
 )
 def test_rectangular_stacks(kernel, shape, dtype):

@@ -310,11 +310,7 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     const KernelSet& ks = active_kernels();
     const KernelTable<T>& main = main_table<T>(ks);
     auto finish = [&](int64_t lo, int64_t hi, T* y, int64_t incy) { gemv_epilogue(main, m, ep, lo, hi, y, incy); };
-    // One row of C with a few columns over a long k: the rows form would stream k rows of a few
-    // elements (1 x 2 x 2048 float64: 0.38x NumPy); the narrow dots (a copy of B's columns along
-    // k, then dot products) take it.
-    const bool narrow_row = m == 1 && n <= kDotsMaxSide && dots_side(ks.tuning, a, b, c) == 2;
-    if ((m == 1 || n == 1) && !narrow_row && try_gemv(main, alpha, a, b, beta, c, finish)) return;
+    if (vector_product(ks.tuning, a, b, c) && try_gemv(main, alpha, a, b, beta, c, finish)) return;
     if (try_dots(ks, main, alpha, a, b, beta, c) || try_few_columns(ks, main, alpha, a, b, beta, c)) {
         if (ep.active()) apply_epilogue(main, c, ep);
         return;

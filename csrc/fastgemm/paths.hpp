@@ -264,6 +264,15 @@ int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
     return 0;
 }
 
+// Whether a product with one row or one column of C goes to the matrix-vector kernels: not one
+// row of 2 or more columns that the narrow dots take (up to kDotsMaxSide over a long k; the
+// rows form would stream k rows of a few elements: 1 x 2 x 2048 float64 0.38x NumPy). gemm and
+// gemm_batched ask the same, so a stack item is the single product.
+template <typename T>
+bool vector_product(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
+    return (c.rows == 1 || c.cols == 1) && !(c.rows == 1 && c.cols > 1 && dots_side(t, a, b, c) == 2);
+}
+
 // How the few-row kernels run on `threads` threads: C's n columns split in whole cache lines of
 // elem_bytes elements (each element's sum is the same on any split), its m rows in equal groups
 // of at most kFewRowsMaxM, each group streaming the thread's columns of B once.
