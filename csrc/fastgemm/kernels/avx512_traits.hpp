@@ -135,7 +135,7 @@ struct Avx512F64 {
     static constexpr int W = 8;
     static constexpr int kVectorRegs = 32;
     static constexpr int kSmallPrefetchB = 8;  // as Avx512F32's
-    static constexpr int kLanePicksMaxK = 8;  // as Avx512F32's
+    static constexpr int kLanePicksMaxK = 8;   // as Avx512F32's
     using index = __m512i;
     static index make_index(const int* lane) {
         int64_t q[W];
