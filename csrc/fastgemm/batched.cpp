@@ -29,7 +29,7 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     const bool runs = alpha != T(0) && k > 0 && per_item == 1;
     GemvForm gv;
     SmallProduct<T> sp;
-    const bool vectors = runs && vector_product(ks.tuning, a, b, c) && gemv_form(a, b, c, gv);
+    const bool vectors = runs && vector_product(m, n, dots_side(ks.tuning, a, b, c)) && gemv_form(a, b, c, gv);
     const bool stacked = vectors || (runs && small_product(ks, a, b, c, sp));
     const BatchAxis in = innermost(st);
     run_stack(

@@ -237,10 +237,9 @@ bool try_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, int thr
     return true;
 }
 
+// The product as dot products when dots_side gave `side` (0: not).
 template <typename T>
-bool try_dots(const KernelSet& ks, const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta,
-              View<T> c) {
-    const int side = dots_side(ks.tuning, a, b, c);
+bool try_dots(const KernelTable<T>& uk, int side, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
     if (side == 0) return false;
     // The long side's operand is along k (dots_side's rule); the short side's is copied along k
     // when it is not: A's rows (few rows) or B's columns (few columns).
@@ -310,8 +309,9 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     const KernelSet& ks = active_kernels();
     const KernelTable<T>& main = main_table<T>(ks);
     auto finish = [&](int64_t lo, int64_t hi, T* y, int64_t incy) { gemv_epilogue(main, m, ep, lo, hi, y, incy); };
-    if (vector_product(ks.tuning, a, b, c) && try_gemv(main, alpha, a, b, beta, c, finish)) return;
-    if (try_dots(ks, main, alpha, a, b, beta, c) || try_few_columns(ks, main, alpha, a, b, beta, c)) {
+    const int side = dots_side(ks.tuning, a, b, c);
+    if (vector_product(m, n, side) && try_gemv(main, alpha, a, b, beta, c, finish)) return;
+    if (try_dots(main, side, alpha, a, b, beta, c) || try_few_columns(ks, main, alpha, a, b, beta, c)) {
         if (ep.active()) apply_epilogue(main, c, ep);
         return;
     }
@@ -319,10 +319,9 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     const SmallB plan = small_shaped(ks, sp) ? small_b_plan(sp) : SmallB::none;
     if (plan != SmallB::none) {
         const int threads = threads_for(m, n, k, kSmallMinWorkPerThread);
-        if (plan == SmallB::copied && !ep.active() && try_small_transposed(ks, main, threads, alpha, sp, beta)) return;
-        if (plan == SmallB::copied && threads > 1 && !ep.active() && sp.c.rows <= kCopiedColumnsMaxM) {
-            run_small_copied(main, threads, alpha, sp, beta);
-            return;
+        if (plan == SmallB::copied && !ep.active()) {
+            if (try_small_transposed(ks, main, threads, alpha, sp, beta)) return;
+            if (threads > 1 && sp.c.rows <= kCopiedColumnsMaxM) return run_small_copied(main, threads, alpha, sp, beta);
         }
         if (plan == SmallB::copied) sp.b = copy_b_columns(main, sp, 0, sp.c.cols);
         if (!ep.active()) {

@@ -264,13 +264,13 @@ int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
     return 0;
 }
 
-// Whether a product with one row or one column of C goes to the matrix-vector kernels: not one
-// row of 2 or more columns that the narrow dots take (up to kDotsMaxSide over a long k; the
-// rows form would stream k rows of a few elements: 1 x 2 x 2048 float64 0.38x NumPy). gemm and
-// gemm_batched ask the same, so a stack item is the single product.
-template <typename T>
-bool vector_product(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
-    return (c.rows == 1 || c.cols == 1) && !(c.rows == 1 && c.cols > 1 && dots_side(t, a, b, c) == 2);
+// Whether an m x n product whose dots_side is `side` goes to the matrix-vector kernels: one
+// row or one column of C, but not one row of 2 or more columns that the narrow dots take (up to
+// kDotsMaxSide over a long k; the rows form would stream k rows of a few elements: 1 x 2 x 2048
+// float64 0.38x NumPy). gemm and gemm_batched ask the same, so a stack item is the single
+// product.
+inline bool vector_product(int64_t m, int64_t n, int side) {
+    return (m == 1 || n == 1) && !(m == 1 && n > 1 && side == 2);
 }
 
 // How the few-row kernels run on `threads` threads: C's n columns split in whole cache lines of

@@ -177,12 +177,9 @@ void short_dots_k(int64_t n, typename V::T alpha, const typename L::S* x, const 
         const int64_t rows = n - j < W ? n - j : W;
         const typename L::S* r = mat + j * K;
         R v[K + 1];
-#pragma GCC unroll 8
-        for (int q = 0; q < K; ++q)
-            v[q] = rows == W          ? L::load(r + q * W)
-                   : rows * K > q * W ? L(std::min<int64_t>(W, rows * K - q * W)).part(r + q * W)
-                                      : V::zero();
-        if constexpr (K % 2 == 1) v[K] = V::zero();
+        load_groups<V, K>(
+            rows, v, [&](int q) { return L::load(r + q * W); },
+            [&](int q, int64_t count) { return L(count).part(r + q * W); });
         R acc = V::zero();
 #pragma GCC unroll 8
         for (int p = 0; p < K; ++p)

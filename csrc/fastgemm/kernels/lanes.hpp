@@ -6,10 +6,9 @@
 // every kernel.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
-
-#include "../kernel.hpp"
 
 namespace fastgemm {
 namespace kernels {
@@ -62,6 +61,17 @@ struct LanePicks {
     }
 };
 
+// v = the K vectors that n <= W groups of K elements fill, and a zero one after them (an odd K's
+// last pair): full(q) reads vector q whole (n == W), part(q, count) its first count elements.
+template <typename V, int K, typename Full, typename Part>
+void load_groups(int64_t n, typename V::reg (&v)[K + 1], Full full, Part part) {
+    constexpr int W = V::W;
+#pragma GCC unroll 8
+    for (int q = 0; q < K; ++q)
+        v[q] = n == W ? full(q) : n * K > q * W ? part(q, std::min<int64_t>(W, n * K - q * W)) : V::zero();
+    v[K] = V::zero();
+}
+
 // dst (K rows, rows ld apart) = the K rows interleaved in src (element (i, j) at j * K + i),
 // cols of them: W columns a step by LanePicks, the last step masked.
 template <typename V, int K>
@@ -70,12 +80,11 @@ void deinterleave(int64_t cols, const typename V::T* src, typename V::T* dst, in
     const LanePicks<V, K> picks;
     for (int64_t j = 0; j < cols; j += W) {
         const int64_t n = cols - j < W ? cols - j : W;
+        const typename V::T* s = src + j * K;
         typename V::reg v[K + 1];
-#pragma GCC unroll 8
-        for (int q = 0; q < K; ++q)
-            v[q] = n == W ? V::loadu(src + j * K + q * W)
-                          : V::maskz_loadu(V::lanes(int(n * K - q * W)), src + j * K + q * W);
-        if constexpr (K % 2 == 1) v[K] = V::zero();
+        load_groups<V, K>(
+            n, v, [&](int q) { return V::loadu(s + q * W); },
+            [&](int q, int64_t count) { return V::maskz_loadu(V::lanes(int(count)), s + q * W); });
 #pragma GCC unroll 8
         for (int i = 0; i < K; ++i) {
             if (n == W) V::storeu(dst + i * ld + j, picks.pick(v, i));
