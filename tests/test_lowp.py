@@ -418,6 +418,24 @@ def test_small_products_are_sgemm_on_the_widened_inputs(dt, n, kernel):
 
 
 @pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
+@pytest.mark.parametrize("shape", [(310, 17, 128), (64, 18, 64), (40, 65, 48), (16, 20, 1024)])
+def test_small_products_with_dot_columns_are_sgemm_on_the_widened_inputs(dt, shape, kernel):
+    """Where float32 sends a small product's last columns to the dot kernel, the 2-byte product
+    (widened for the float32 kernels) does the same: alone, in a stack, with B broadcast, and
+    with B stored by columns, the bits of fastgemm.matmul on the float32 copies."""
+    m, n, k = shape
+    if dt == BF16 and pairs(kernel) and m * n * k > 64**3:
+        pytest.skip("bfloat16 runs on the pair kernels here")
+    a, b = rand((3, m, k), dt), rand((3, k, n), dt)
+    bt = np.swapaxes(rand((3, n, k), dt), -1, -2)
+    for x, y in ((a, b), (a[0], b[0]), (a, b[1]), (a[2], bt[2]), (a, bt)):
+        got = np.asarray(fastgemm.matmul(x, y))
+        want = np.asarray(fastgemm.matmul(x.astype(np.float32), y.astype(np.float32)))
+        assert np.array_equal(got, want.astype(got.dtype)), (x.shape, y.strides)
+        check(got, x, y, out_dtype=got.dtype, what=f"{x.shape} {y.shape}")
+
+
+@pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
 def test_small_stacks_broadcast_strided_and_transposed(dt, kernel):
     """Stacks of small products whose items are broadcast, strided or transposed, and a
     column-major out (computed as C^T = B^T A^T), against the reference."""

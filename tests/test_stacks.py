@@ -72,6 +72,51 @@ def test_rectangular_stacks(kernel, shape, dtype):
     assert np.array_equal(c[2], fastgemm.matmul(a[2], b[2]))
 
 
+# C's last 1-4 columns past whole vectors go to the dot kernel where small_tail_dots says so
+# (enough rows and k; 16 x 20 x 1024 float32 is the largest B copy a stack item makes on the
+# stack, 16 x 20 x 1025 one past it): the same bits alone and in a stack, with B broadcast,
+# on 1 and 2 threads, with a bias (the same as adding it after), against the reference. A
+# column-major C is computed as C^T = B^T A^T, whose last columns are C's last rows: with B
+# stored by columns (NT) 65 x 40 x 200 and 130 x 9 x 128 float64 take them as dots.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "shape",
+    [
+        (310, 17, 128),
+        (64, 18, 64),
+        (40, 65, 200),
+        (65, 40, 200),
+        (130, 9, 128),
+        (100, 11, 300),
+        (16, 20, 1024),
+        (16, 20, 1025),
+    ],
+)
+@pytest.mark.parametrize("layout", ["NN", "NT"])
+def test_last_columns_as_dot_products(kernel, shape, dtype, layout):
+    m, n, k = shape
+    rng = np.random.default_rng(m + n + k)
+    a = _rand(rng, (4, m, k), dtype)
+    b = _rand(rng, (4, n, k), dtype).swapaxes(-1, -2) if layout == "NT" else _rand(rng, (4, k, n), dtype)
+    c = fastgemm.matmul(a, b)
+    _check_stack(c, a, b)
+    one, two = on_threads(lambda: fastgemm.matmul(a[1], b[1]))
+    assert np.array_equal(c[1], one) and np.array_equal(one, two)
+    shared = fastgemm.matmul(a, b[2])
+    assert np.array_equal(shared[0], fastgemm.matmul(a[0], b[2]))
+    bias = _rand(rng, (n,), dtype)
+    assert np.array_equal(fastgemm.gemm(a[3], b[3], bias=bias), fastgemm.gemm(a[3], b[3]) + bias)
+    c0 = _rand(rng, (m, n), dtype)
+    f = np.asfortranarray(c0)
+    fastgemm.gemm(a[0], b[0], f, alpha=-1.5, beta=0.5)
+    ref, bound = reference(a[0], b[0], c0, -1.5, 0.5)
+    assert_matches(f, ref, bound, "column-major C")
+    fb, plain = np.zeros((m, n), dtype, order="F"), np.zeros((m, n), dtype, order="F")
+    fastgemm.gemm(a[3], b[3], fb, bias=bias)
+    fastgemm.gemm(a[3], b[3], plain)
+    assert np.array_equal(fb, plain + bias)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", (3, 8, 16, 32))
 @pytest.mark.parametrize(

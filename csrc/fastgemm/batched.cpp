@@ -31,6 +31,7 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     SmallProduct<T> sp;
     const bool vectors = runs && vector_product(m, n, dots_side(ks.tuning, a, b, c)) && gemv_form(a, b, c, gv);
     const bool stacked = vectors || (runs && small_product(ks, a, b, c, sp));
+    const int64_t tail = stacked && !vectors ? small_tail_dots(table, sp) : 0;
     const BatchAxis in = innermost(st);
     run_stack(
         c, st, m, n, k, per_item, stacked,
@@ -44,7 +45,7 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
             }
             const OrientedRun r = orient_run(sp.transposed, len, in, oa, ob);
             table.small_stack(r.run, sp.c.rows, sp.c.cols, sp.a.cols, alpha, sp.a.data + r.oa, sp.a.rs, sp.a.cs,
-                              sp.b.data + r.ob, sp.b.rs, beta, sp.c.data + oc, sp.c.rs);
+                              sp.b.data + r.ob, sp.b.rs, beta, sp.c.data + oc, sp.c.rs, tail);
         },
         [&](int64_t oa, int64_t ob, int64_t oc) {
             gemm<T>(alpha, {a.data + oa, a.rows, a.cols, a.rs, a.cs}, {b.data + ob, b.rows, b.cols, b.rs, b.cs}, beta,

@@ -319,6 +319,20 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     const SmallB plan = small_shaped(ks, sp) ? small_b_plan(sp) : SmallB::none;
     if (plan != SmallB::none) {
         const int threads = threads_for(m, n, k, kSmallMinWorkPerThread);
+        // The last columns as dot products first (small_tail_dots), then the rest as a small
+        // product of whole vectors; C's view shrinks with sp's (its rows when transposed).
+        if (const int64_t tail = small_tail_dots(main, sp)) {
+            const int64_t j0 = sp.c.cols - tail;
+            run_small_tail(main, alpha, sp, beta, tail);
+            if (sp.transposed) {
+                if (ep.active()) apply_epilogue(main, View<T>{c.data + j0 * c.rs, tail, c.cols, c.rs, c.cs}, ep);
+                c.rows = j0;
+            } else {
+                if (ep.active()) apply_epilogue(main, View<T>{c.data + j0, c.rows, tail, c.rs, 1}, ep.from_column(j0));
+                c.cols = j0;
+            }
+            sp.b.cols = sp.c.cols = j0;
+        }
         if (plan == SmallB::copied && !ep.active()) {
             if (try_small_transposed(ks, main, threads, alpha, sp, beta)) return;
             if (threads > 1 && sp.c.rows <= kCopiedColumnsMaxM) return run_small_copied(main, threads, alpha, sp, beta);
@@ -422,10 +436,18 @@ bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T
     return out.b.cs == 1 && small_shaped(ks, out);
 }
 
+template <typename T>
+int64_t small_tail_of(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c) {
+    const SmallProduct<T> sp = orient(a, b, c);
+    return small_shaped(ks, sp) && small_b_plan(sp) != SmallB::none ? small_tail_dots(main_table<T>(ks), sp) : 0;
+}
+
 template bool small_product<float>(const KernelSet&, View<const float>, View<const float>, View<float>,
                                    SmallProduct<float>&);
 template bool small_product<double>(const KernelSet&, View<const double>, View<const double>, View<double>,
                                     SmallProduct<double>&);
+
+template int64_t small_tail_of<float>(const KernelSet&, View<const float>, View<const float>, View<float>);
 
 template void gemm<float>(float, View<const float>, View<const float>, float, View<float>, const Epilogue<float>&);
 template void gemm<double>(double, View<const double>, View<const double>, double, View<double>,

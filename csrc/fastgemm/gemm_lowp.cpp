@@ -55,17 +55,19 @@ bool small_widened_fits(const KernelSet& ks, const Oriented<S, float>& o) {
 // calling thread's scratch (row-major float32, a group of items at a time, a broadcast operand
 // once), then small_stack on the group, or run_small on `threads` for a single product. B is
 // widened once per item instead of once per 4-row group; see docs/DESIGN.md, "Low-precision
-// products".
+// products". The last `tail` columns go to the dot kernel as float32 sends them
+// (float32_small_tail), B's columns widened along k.
 template <typename S>
 void small_widened(const KernelSet& ks, const LowpTable<S>& lp, int threads, float alpha, const Oriented<S, float>& o,
-                   float beta, const StackRun& run) {
-    const int64_t m = o.c.rows, n = o.c.cols, k = o.a.cols;
+                   float beta, const StackRun& run, int64_t tail) {
+    const int64_t m = o.c.rows, n = o.c.cols, k = o.a.cols, j0 = n - tail;
     const int64_t na = m * k, nb = k * n;  // floats of one widened A, B
     const int64_t per = (run.sa ? na : 0) + (run.sb ? nb : 0);
     const int64_t group = per == 0 ? run.count : std::clamp<int64_t>(kWidenGroupFloats / per, 1, run.count);
-    const int64_t la = round_up(run.sa ? group * na : na, 16), lb = run.sb ? group * nb : nb;
-    float* wa = static_cast<float*>(thread_scratch(size_t(la + lb) * sizeof(float)));
+    const int64_t la = round_up(run.sa ? group * na : na, 16), lb = round_up(run.sb ? group * nb : nb, 16);
+    float* wa = static_cast<float*>(thread_scratch(size_t(la + lb + tail * k) * sizeof(float)));
     float* wb = wa + la;
+    float* wbt = wb + lb;  // the tail's columns of B along k
     // Items i0 .. i0 + g - 1 of operand v (item step `step`) into dst, one after another: in one
     // call when they are one contiguous run (a C-ordered stack), which the vector loop then
     // widens whole instead of row by row.
@@ -84,10 +86,16 @@ void small_widened(const KernelSet& ks, const LowpTable<S>& lp, int threads, flo
         float* c0 = o.c.data + i0 * run.sc;
         if (threads > 1) {
             run_small(ks.f32, threads, alpha,
-                      SmallProduct<float>{{wa, m, k, k, 1}, {wb, k, n, n, 1}, {c0, m, n, o.c.rs, 1}, false}, beta);
+                      SmallProduct<float>{{wa, m, k, k, 1}, {wb, k, j0, n, 1}, {c0, m, j0, o.c.rs, 1}, false}, beta);
         } else {
-            ks.f32.small_stack(StackRun{g, run.sa ? na : 0, run.sb ? nb : 0, run.sc}, m, n, k, alpha, wa, k, 1, wb, n,
-                               beta, c0, o.c.rs);
+            ks.f32.small_stack(StackRun{g, run.sa ? na : 0, run.sb ? nb : 0, run.sc}, m, j0, k, alpha, wa, k, 1, wb, n,
+                               beta, c0, o.c.rs, 0);
+        }
+        for (int64_t i = 0; i < g && tail > 0; ++i) {
+            if (run.sb || i0 + i == 0)
+                lp.widen(tail, k, o.b.data + (i0 + i) * run.sb + j0 * o.b.cs, o.b.cs, o.b.rs, wbt);
+            run_dots(ks.f32, tail, m, k, alpha, wbt, k, wa + (run.sa ? i * na : 0), k, beta, c0 + i * run.sc + j0, 1,
+                     o.c.rs);
         }
     }
 }
@@ -98,6 +106,14 @@ template <typename S>
 int float32_dots_side(const KernelSet& ks, View<const S> a, View<const S> b, View<float> c) {
     auto f32 = [](const View<const S>& v) { return View<const float>{nullptr, v.rows, v.cols, v.rs, v.cs}; };
     return dots_side<float>(ks.tuning, f32(a), f32(b), c);
+}
+
+// The columns float32 gives the dot kernel at the end of a small product laid out as this one
+// (small_tail_of on float32 views of the same shape and strides), 0 none.
+template <typename S>
+int64_t float32_small_tail(const KernelSet& ks, View<const S> a, View<const S> b, View<float> c) {
+    auto f32 = [](const View<const S>& v) { return View<const float>{nullptr, v.rows, v.cols, v.rs, v.cs}; };
+    return small_tail_of<float>(ks, f32(a), f32(b), c);
 }
 
 // A small product that float32 computes as dot products (side 1: few rows, 2: few columns):
@@ -134,7 +150,7 @@ void compute(float alpha, View<const S> a, View<const S> b, float beta, View<flo
     const int threads = threads_for(o.c.rows, o.c.cols, o.a.cols);
     if (small_widened_fits(ks, o)) {
         if (const int side = float32_dots_side(ks, a, b, c)) widened_dots(ks, lp, side, alpha, a, b, beta, c);
-        else small_widened(ks, lp, threads, alpha, o, beta, StackRun{1, 0, 0, 0});
+        else small_widened(ks, lp, threads, alpha, o, beta, StackRun{1, 0, 0, 0}, float32_small_tail(ks, a, b, c));
         if (ep.active()) apply_epilogue(uk, c, ep);
         return;
     }
@@ -183,6 +199,7 @@ void gemm_lowp_batched(float alpha, View<const S> a, View<const S> b, float beta
     const Oriented<S, float> o = orient(a, b, c);
     const bool stacked =
         alpha != 0.0f && k > 0 && per_item == 1 && small_widened_fits(ks, o) && float32_dots_side(ks, a, b, c) == 0;
+    const int64_t tail = stacked ? float32_small_tail(ks, a, b, c) : 0;
     const BatchAxis in = innermost(st);
     run_stack(
         c, st, m, n, k, per_item, stacked,
@@ -192,7 +209,7 @@ void gemm_lowp_batched(float alpha, View<const S> a, View<const S> b, float beta
             item.a.data += r.oa;
             item.b.data += r.ob;
             item.c.data += oc;
-            small_widened(ks, lowp_table<S>(ks), 1, alpha, item, beta, r.run);
+            small_widened(ks, lowp_table<S>(ks), 1, alpha, item, beta, r.run, tail);
         },
         [&](int64_t oa, int64_t ob, int64_t oc) {
             gemm_lowp<S>(alpha, {a.data + oa, a.rows, a.cols, a.rs, a.cs}, {b.data + ob, b.rows, b.cols, b.rs, b.cs},

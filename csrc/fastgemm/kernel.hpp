@@ -107,9 +107,11 @@ struct KernelTable {
     // chunks when small_chunks_b says so.
     void (*small)(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa, const T* b,
                   int64_t rsb, T beta, T* c, int64_t rsc);
-    // `small` for each product of a run, the shape dispatched once for the run.
+    // `small` for each product of a run, the shape dispatched once for the run; each item's last
+    // `tail` columns (small_tail_dots, paths.hpp; 0: none) then go to `dots`, B's columns copied
+    // along k (tail x k within kTailDotsBytes).
     void (*small_stack)(const StackRun& run, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
-                        int64_t csa, const T* b, int64_t rsb, T beta, T* c, int64_t rsc);
+                        int64_t csa, const T* b, int64_t rsb, T beta, T* c, int64_t rsc, int64_t tail);
     // `reps` rounds of independent vector FMAs; returns the flops done. Timed by the caller
     // to measure one core's FMA ceiling for this ISA and type.
     double (*fma_loop)(int64_t reps);
@@ -137,6 +139,9 @@ constexpr int64_t kSmallChunkPastBytes = 256 * 1024;
 constexpr bool small_chunks_b(int64_t row_bytes, int64_t k) {
     return row_bytes * kSmallChunkMinK <= kSmallChunkBytes && k * row_bytes > kSmallChunkPastBytes;
 }
+
+// The most bytes of B's columns small_stack copies along k for an item's tail (on the stack).
+constexpr int64_t kTailDotsBytes = 16 * 1024;
 
 // Which path a product takes, by shape; see docs/DESIGN.md, "Shape-specific paths".
 struct Tuning {

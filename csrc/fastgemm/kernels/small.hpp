@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "../kernel.hpp"
+#include "gemv.hpp"
 
 namespace fastgemm {
 namespace kernels {
@@ -365,18 +366,19 @@ constexpr bool stack_ahead(int64_t m, int64_t n, int64_t k) {
     return (m * k + k * n + m * n) * int64_t(sizeof(T)) >= kStackAheadBytes && (n > PanelCols || k >= kStackAheadMinK);
 }
 
-// product(a, b, c, next) for each item of a run, next the lines of the item after it to
-// prefetch, or null (the last item, or items stack_ahead leaves to the hardware). Each row
-// group takes `per` lines a k step, set from the steps the previous item took (the same for
-// every item) so that the lines are spread over the whole item.
-template <int PanelCols, typename T, typename F>
+// product(a, b, c, next) and then after(a, b, c) for each item of a run, next the lines of the
+// item after it to prefetch, or null (the last item, or items stack_ahead leaves to the
+// hardware). Each row group takes `per` lines a k step, set from the steps the previous item
+// took (the same for every item) so that the lines are spread over the whole item.
+template <int PanelCols, typename T, typename F, typename After>
 inline void each_item(const StackRun& s, int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
-                      const T* b, int64_t rsb, T* c, int64_t rsc, F product) {
+                      const T* b, int64_t rsb, T* c, int64_t rsc, F product, After after) {
     const bool ahead = stack_ahead<PanelCols, T>(m, n, k);
     int per = 1;
     for (int64_t i = 0; i < s.count; ++i, a += s.sa, b += s.sb, c += s.sc) {
         if (!ahead || i + 1 == s.count) {
             product(a, b, c, nullptr);
+            after(a, b, c);
             continue;
         }
         NextItem next;
@@ -387,31 +389,50 @@ inline void each_item(const StackRun& s, int64_t m, int64_t n, int64_t k, const 
         next.add(2, c + s.sc, m, n, rsc, 1);
         const int64_t lines = next.lines();
         product(a, b, c, &next);
+        after(a, b, c);
         if (next.steps > 0) per = int(std::clamp<int64_t>((lines + next.steps - 1) / next.steps, 1, 4));
     }
 }
 
+// One item's last `tail` columns as dot products (the caller's small_tail_dots): B's columns
+// copied along k onto the stack (tail x k within kTailDotsBytes), then the dot kernel, as gemm
+// computes them for the single product.
+template <typename V>
+void item_tail(int64_t m, int64_t k, int64_t tail, typename V::T alpha, const typename V::T* a, int64_t rsa,
+               const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
+    using T = typename V::T;
+    alignas(64) T bt[kTailDotsBytes / sizeof(T)];
+    for (int64_t p = 0; p < k; ++p)
+        for (int64_t j = 0; j < tail; ++j) bt[j * k + p] = b[p * rsb + j];
+    dots<V>(tail, m, k, alpha, bt, k, a, rsa, beta, c, 1, rsc);
+}
+
 // A run of same-shaped small products (a stack, or one axis of it): the shape is decided once,
 // not per item, and the square sizes stacks are made of get a kernel fixed at compile time.
-template <typename V, int PV>
-void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a,
+// after(a, b, c) runs on each item right after it (the tail's dots).
+template <typename V, int PV, typename After>
+void stack_items(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a,
                  int64_t rsa, int64_t csa, const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c,
-                 int64_t rsc) {
+                 int64_t rsc, After after) {
     using T = typename V::T;
     constexpr int W = V::W;
     // Items stored whole (every row stride N, the usual contiguous stack) get the strides as
     // constants: each load and store is then an immediate offset from the item's base.
-#define FASTGEMM_EACH(call, N, ...)                                                                        \
-    do {                                                                                                   \
-        if (rsa == N && rsb == N && rsc == N)                                                              \
-            return each_item<PV * W>(s, m, n, k, a, N, 1, b, N, c, N,                                      \
-                                     [&](const T* ai, const T* bi, T* ci, [[maybe_unused]] NextItem* nx) { \
-                                         call(alpha, ai, N, 1, bi, N, beta, ci, N __VA_ARGS__);            \
-                                     });                                                                   \
-        return each_item<PV * W>(s, m, n, k, a, rsa, csa, b, rsb, c, rsc,                                  \
-                                 [&](const T* ai, const T* bi, T* ci, [[maybe_unused]] NextItem* nx) {     \
-                                     call(alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc __VA_ARGS__);        \
-                                 });                                                                       \
+#define FASTGEMM_EACH(call, N, ...)                                                   \
+    do {                                                                              \
+        if (rsa == N && rsb == N && rsc == N)                                         \
+            return each_item<PV * W>(                                                 \
+                s, m, n, k, a, N, 1, b, N, c, N,                                      \
+                [&](const T* ai, const T* bi, T* ci, [[maybe_unused]] NextItem* nx) { \
+                    call(alpha, ai, N, 1, bi, N, beta, ci, N __VA_ARGS__);            \
+                },                                                                    \
+                after);                                                               \
+        return each_item<PV * W>(                                                     \
+            s, m, n, k, a, rsa, csa, b, rsb, c, rsc,                                  \
+            [&](const T* ai, const T* bi, T* ci, [[maybe_unused]] NextItem* nx) {     \
+                call(alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc __VA_ARGS__);        \
+            },                                                                        \
+            after);                                                                   \
     } while (0)
     if (m == n && n == k && csa == 1) {
         switch (n) {
@@ -446,18 +467,22 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
         if constexpr (has_half<V>) {
             if (half_part<V>(n))
                 return each_item<PV * W>(
-                    s, m, n, k, a, rsa, csa, b, rsb, c, rsc, [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
+                    s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
+                    [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
                         half_tail<V, PV>(n / W, n % W, m, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc, {}, nx);
-                    });
+                    },
+                    after);
         }
         typename V::mask mk[PV];
         for (int v = 0; v < PV; ++v) mk[v] = V::lanes(int(n - v * W));
         auto panels = [&](auto nv, auto full) {
-            each_item<PV * W>(s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
-                              [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
-                                  small_panel<V, decltype(nv)::value, 0, decltype(full)::value>(
-                                      m, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc, mk, {}, nx);
-                              });
+            each_item<PV * W>(
+                s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
+                [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
+                    small_panel<V, decltype(nv)::value, 0, decltype(full)::value>(m, k, alpha, ai, rsa, csa, bi, rsb,
+                                                                                  beta, ci, rsc, mk, {}, nx);
+                },
+                after);
         };
         auto width = [&](auto nv) {
             if (n % W == 0) panels(nv, std::true_type{});
@@ -477,8 +502,25 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
             default: break;
         }
     }
-    each_item<PV * W>(s, m, n, k, a, rsa, csa, b, rsb, c, rsc, [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
-        small_ahead<V, PV>(m, n, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc, nx);
+    each_item<PV * W>(
+        s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
+        [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
+            small_ahead<V, PV>(m, n, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc, nx);
+        },
+        after);
+}
+
+// stack_items on a run, the last `tail` columns of each item as item_tail's dot products.
+template <typename V, int PV>
+void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a,
+                 int64_t rsa, int64_t csa, const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c,
+                 int64_t rsc, int64_t tail) {
+    using T = typename V::T;
+    if (tail == 0)
+        return stack_items<V, PV>(s, m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, [](const T*, const T*, T*) {});
+    const int64_t j0 = n - tail;
+    stack_items<V, PV>(s, m, j0, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, [&](const T* ai, const T* bi, T* ci) {
+        item_tail<V>(m, k, tail, alpha, ai, rsa, bi + j0, rsb, beta, ci + j0, rsc);
     });
 }
 
