@@ -74,10 +74,11 @@ def test_rectangular_stacks(kernel, shape, dtype):
 
 # C's last 1-4 columns past whole vectors go to the dot kernel where small_tail_dots says so
 # (enough rows and k; 16 x 20 x 1024 float32 is the largest B copy a stack item makes on the
-# stack, 16 x 20 x 1025 one past it): the same bits alone and in a stack, with B broadcast,
-# on 1 and 2 threads, with a bias (the same as adding it after), against the reference. A
-# column-major C is computed as C^T = B^T A^T, whose last columns are C's last rows: with B
-# stored by columns (NT) 65 x 40 x 200 and 130 x 9 x 128 float64 take them as dots.
+# stack, 16 x 20 x 1025 one past it), or with A stored by columns (TN, TT) to the few-row
+# kernels (small_tail_rows): the same bits alone and in a stack, with B broadcast, on 1 and 2
+# threads, with a bias (the same as adding it after), against the reference. A column-major C
+# is computed as C^T = B^T A^T, whose last columns are C's last rows: with B stored by columns
+# (NT) 65 x 40 x 200 and 130 x 9 x 128 float64 take them as dots.
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
@@ -92,12 +93,12 @@ def test_rectangular_stacks(kernel, shape, dtype):
         (16, 20, 1025),
     ],
 )
-@pytest.mark.parametrize("layout", ["NN", "NT"])
-def test_last_columns_as_dot_products(kernel, shape, dtype, layout):
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+def test_last_columns_past_whole_vectors(kernel, shape, dtype, layout):
     m, n, k = shape
     rng = np.random.default_rng(m + n + k)
-    a = _rand(rng, (4, m, k), dtype)
-    b = _rand(rng, (4, n, k), dtype).swapaxes(-1, -2) if layout == "NT" else _rand(rng, (4, k, n), dtype)
+    a = _rand(rng, (4, k, m), dtype).swapaxes(-1, -2) if layout[0] == "T" else _rand(rng, (4, m, k), dtype)
+    b = _rand(rng, (4, n, k), dtype).swapaxes(-1, -2) if layout[1] == "T" else _rand(rng, (4, k, n), dtype)
     c = fastgemm.matmul(a, b)
     _check_stack(c, a, b)
     one, two = on_threads(lambda: fastgemm.matmul(a[1], b[1]))

@@ -277,10 +277,8 @@ bool few_columns_fit(const KernelSet& ks, View<const T> a, View<T> c) {
 }
 
 template <typename T>
-bool try_few_columns(const KernelSet& ks, const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta,
-                     View<T> c) {
+void run_few_columns(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
     const int64_t m = c.rows, n = c.cols, k = a.cols;
-    if (!few_columns_fit(ks, a, c)) return false;
     T* t = static_cast<T*>(thread_scratch(size_t(n * m) * sizeof(T)));
     few_rows_split(
         threads_for(m, n, k), n, m, sizeof(T),
@@ -298,7 +296,35 @@ bool try_few_columns(const KernelSet& ks, const KernelTable<T>& uk, T alpha, Vie
                     cij = beta == T(0) ? t[j * m + i] : t[j * m + i] + beta * cij;
                 }
         });
+}
+
+template <typename T>
+bool try_few_columns(const KernelSet& ks, const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta,
+                     View<T> c) {
+    if (!few_columns_fit(ks, a, c)) return false;
+    run_few_columns(uk, alpha, a, b, beta, c);
     return true;
+}
+
+// The last columns of a small product (oriented) with A stored by columns that go to the
+// few-row kernels as C^T's rows (run_few_columns, streaming A^T's rows once), 0 for none: the
+// t = n % W columns past C's whole vectors, 1 to few_rows_max_m of them and under half a vector,
+// beta 0, from kTailRowsMinM rows, kTailRowsMinK of k and kTailRowsMinBytes of A (below, the
+// scratch and the transposition back cost more than the small kernels' half-width vector per
+// row and k step: float32 16 x 17 x 32 0.83x, 64 x 18 x 8 0.86x their time; float64 gains
+// less, 0.97-0.98 at 2048 elements of A). few_rows sums each element over k in order and
+// finishes with alpha * sum, as the small kernels do: the same bits, so stacks (small_stack, no
+// such tail) keep the single product's. See docs/DESIGN.md, "Small products".
+constexpr int64_t kTailRowsMinM = 32;
+constexpr int64_t kTailRowsMinK = 32;
+constexpr int64_t kTailRowsMinBytes = 8192;
+
+template <typename T>
+int64_t small_tail_rows(const KernelSet& ks, const SmallProduct<T>& sp, T beta) {
+    const int64_t w = main_table<T>(ks).lanes, m = sp.c.rows, n = sp.c.cols, k = sp.a.cols, t = n % w;
+    if (n < w || t == 0 || t > ks.tuning.few_rows_max_m || 2 * t >= w || beta != T(0)) return 0;
+    if (sp.a.rs != 1 || sp.a.cs == 1 || m < kTailRowsMinM || k < kTailRowsMinK) return 0;
+    return m * k * int64_t(sizeof(T)) >= kTailRowsMinBytes ? t : 0;
 }
 
 // m, n, k >= 1, alpha != 0.
@@ -331,6 +357,17 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
                 if (ep.active()) apply_epilogue(main, View<T>{c.data + j0, c.rows, tail, c.rs, 1}, ep.from_column(j0));
                 c.cols = j0;
             }
+            sp.b.cols = sp.c.cols = j0;
+        } else if (const int64_t rows = small_tail_rows(ks, sp, beta)) {
+            const int64_t j0 = sp.c.cols - rows;
+            run_few_columns(main, alpha, sp.a, View<const T>{sp.b.data + j0 * sp.b.cs, k, rows, sp.b.rs, sp.b.cs}, beta,
+                            View<T>{sp.c.data + j0, sp.c.rows, rows, sp.c.rs, 1});
+            if (ep.active()) {
+                if (sp.transposed) apply_epilogue(main, View<T>{c.data + j0 * c.rs, rows, c.cols, c.rs, c.cs}, ep);
+                else apply_epilogue(main, View<T>{c.data + j0, c.rows, rows, c.rs, 1}, ep.from_column(j0));
+            }
+            if (sp.transposed) c.rows = j0;
+            else c.cols = j0;
             sp.b.cols = sp.c.cols = j0;
         }
         if (plan == SmallB::copied && !ep.active()) {
