@@ -418,7 +418,7 @@ def test_small_products_are_sgemm_on_the_widened_inputs(dt, n, kernel):
 
 
 @pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
-@pytest.mark.parametrize("shape", [(310, 17, 128), (64, 18, 64), (40, 65, 48), (16, 20, 1024)])
+@pytest.mark.parametrize("shape", [(310, 17, 128), (64, 18, 64), (40, 65, 48), (16, 20, 1024), (130, 6, 128)])
 def test_small_products_with_dot_columns_are_sgemm_on_the_widened_inputs(dt, shape, kernel):
     """Where float32 sends a small product's last columns to the dot kernel, the 2-byte product
     (widened for the float32 kernels) does the same: alone, in a stack, with B broadcast, and

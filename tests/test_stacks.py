@@ -74,7 +74,7 @@ def test_rectangular_stacks(kernel, shape, dtype):
 
 # C's last 1-4 columns past whole vectors go to the dot kernel where small_tail_dots says so
 # (enough rows and k; 16 x 20 x 1024 float32 is the largest B copy a stack item makes on the
-# stack, 16 x 20 x 1025 one past it), or with A stored by columns (TN, TT) to the few-row
+# stack, 16 x 20 x 1025 one past it; float32 C of 5-7 columns goes there whole), or with A stored by columns (TN, TT) to the few-row
 # kernels (small_tail_rows): the same bits alone and in a stack, with B broadcast, on 1 and 2
 # threads, with a bias (the same as adding it after), against the reference. A column-major C
 # is computed as C^T = B^T A^T, whose last columns are C's last rows: with B stored by columns
@@ -91,6 +91,9 @@ def test_rectangular_stacks(kernel, shape, dtype):
         (100, 11, 300),
         (16, 20, 1024),
         (16, 20, 1025),
+        (192, 5, 684),
+        (130, 7, 128),
+        (300, 21, 128),
     ],
 )
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])

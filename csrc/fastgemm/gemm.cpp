@@ -357,6 +357,7 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
                 if (ep.active()) apply_epilogue(main, View<T>{c.data + j0, c.rows, tail, c.rs, 1}, ep.from_column(j0));
                 c.cols = j0;
             }
+            if (j0 == 0) return;
             sp.b.cols = sp.c.cols = j0;
         } else if (const int64_t rows = small_tail_rows(ks, sp, beta)) {
             const int64_t j0 = sp.c.cols - rows;

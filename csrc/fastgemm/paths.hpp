@@ -273,8 +273,9 @@ int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
 }
 
 // The last columns of a small product (oriented) that go to the dot kernels, 0 for none: the
-// t = n % W columns past C's whole vectors of W lanes, 1 to kDotsMaxSide of them and under half a
-// vector, A's rows along k, where the model below says so. Per row and k step the small kernels
+// t = n % W columns past C's whole vectors of W lanes, under half a vector (and, for a C
+// narrower than a vector, more than dots_side's kDotsMaxSide), A's rows along k, where the model
+// below says so. Per row and k step the small kernels
 // spend half a vector on them (AVX-512's half-width registers; a masked vector elsewhere), the
 // dots t / W of one and kTailDotsSumCycles for each output's sum at the end; the dots pay from
 // kTailDotsFixedCycles saved (B's columns copied, the call). Fitted on Zen 4 (1.0 +- 0.03 at the
@@ -287,7 +288,7 @@ constexpr int64_t kTailDotsFixedCycles = 384;
 template <typename T>
 int64_t small_tail_dots(const KernelTable<T>& uk, const SmallProduct<T>& sp) {
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols, w = uk.lanes, t = n % w;
-    if (n < w || t == 0 || t > kDotsMaxSide || 2 * t >= w || sp.a.cs != 1) return 0;
+    if (t == 0 || 2 * t >= w || (n < w && t <= kDotsMaxSide) || sp.a.cs != 1) return 0;
     if (t * k * int64_t(sizeof(T)) > kTailDotsBytes) return 0;
     // Cycles saved per row, times 2 W: k (W / 2 - t) steps of a vector less, t sums more.
     const int64_t per_row = k * (w - 2 * t) - 2 * w * t * kTailDotsSumCycles;

@@ -519,6 +519,11 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
     if (tail == 0)
         return stack_items<V, PV>(s, m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, [](const T*, const T*, T*) {});
     const int64_t j0 = n - tail;
+    if (j0 == 0) {  // a C narrower than a vector: all of it as dots
+        for (int64_t i = 0; i < s.count; ++i, a += s.sa, b += s.sb, c += s.sc)
+            item_tail<V>(m, k, tail, alpha, a, rsa, b, rsb, beta, c, rsc);
+        return;
+    }
     stack_items<V, PV>(s, m, j0, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, [&](const T* ai, const T* bi, T* ci) {
         item_tail<V>(m, k, tail, alpha, ai, rsa, bi + j0, rsb, beta, ci + j0, rsc);
     });
