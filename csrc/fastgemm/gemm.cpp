@@ -345,11 +345,16 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     const SmallB plan = small_shaped(ks, sp) ? small_b_plan(sp) : SmallB::none;
     if (plan != SmallB::none) {
         const int threads = threads_for(m, n, k, kSmallMinWorkPerThread);
-        // The last columns as dot products first (small_tail_dots), then the rest as a small
-        // product of whole vectors; C's view shrinks with sp's (its rows when transposed).
-        if (const int64_t tail = small_tail_dots(main, sp)) {
+        // The last columns first, as dot products (small_tail_dots) or with A by columns on the
+        // few-row kernels (small_tail_rows), then the rest as a small product of whole vectors;
+        // C's view shrinks with sp's (its rows when transposed).
+        const int64_t dots_tail = small_tail_dots(main, sp);
+        if (const int64_t tail = dots_tail ? dots_tail : small_tail_rows(ks, sp, beta)) {
             const int64_t j0 = sp.c.cols - tail;
-            run_small_tail(main, alpha, sp, beta, tail);
+            if (dots_tail) run_small_tail(main, alpha, sp, beta, tail);
+            else
+                run_few_columns(main, alpha, sp.a, View<const T>{sp.b.data + j0 * sp.b.cs, k, tail, sp.b.rs, sp.b.cs},
+                                beta, View<T>{sp.c.data + j0, sp.c.rows, tail, sp.c.rs, 1});
             if (sp.transposed) {
                 if (ep.active()) apply_epilogue(main, View<T>{c.data + j0 * c.rs, tail, c.cols, c.rs, c.cs}, ep);
                 c.rows = j0;
@@ -358,17 +363,6 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
                 c.cols = j0;
             }
             if (j0 == 0) return;
-            sp.b.cols = sp.c.cols = j0;
-        } else if (const int64_t rows = small_tail_rows(ks, sp, beta)) {
-            const int64_t j0 = sp.c.cols - rows;
-            run_few_columns(main, alpha, sp.a, View<const T>{sp.b.data + j0 * sp.b.cs, k, rows, sp.b.rs, sp.b.cs}, beta,
-                            View<T>{sp.c.data + j0, sp.c.rows, rows, sp.c.rs, 1});
-            if (ep.active()) {
-                if (sp.transposed) apply_epilogue(main, View<T>{c.data + j0 * c.rs, rows, c.cols, c.rs, c.cs}, ep);
-                else apply_epilogue(main, View<T>{c.data + j0, c.rows, rows, c.rs, 1}, ep.from_column(j0));
-            }
-            if (sp.transposed) c.rows = j0;
-            else c.cols = j0;
             sp.b.cols = sp.c.cols = j0;
         }
         if (plan == SmallB::copied && !ep.active()) {

@@ -278,7 +278,7 @@ int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
 // below says so. Per row and k step the small kernels
 // spend half a vector on them (AVX-512's half-width registers; a masked vector elsewhere), the
 // dots t / W of one and kTailDotsSumCycles for each output's sum at the end; the dots pay from
-// kTailDotsFixedCycles saved (B's columns copied, the call). Fitted on Zen 4 (1.0 +- 0.03 at the
+// kTailDotsFixedCycles saved (B's columns copied, the call). Fitted on Zen 4 (0.96-1.05 at the
 // boundary, float32 and float64, t = 1-4, m = 16-310, k = 16-128; float32 310 x 18 x 128 0.78x ->
 // 1.06x NumPy). gemm, gemm_batched and gemm_lowp ask the same, so a stack item is the single
 // product; see docs/DESIGN.md, "Small products".
