@@ -351,10 +351,10 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
         const int64_t dots_tail = small_tail_dots(main, sp);
         if (const int64_t tail = dots_tail ? dots_tail : small_tail_rows(ks, sp, beta)) {
             const int64_t j0 = sp.c.cols - tail;
-            if (dots_tail) run_small_tail(main, alpha, sp, beta, tail);
-            else
-                run_few_columns(main, alpha, sp.a, View<const T>{sp.b.data + j0 * sp.b.cs, k, tail, sp.b.rs, sp.b.cs},
-                                beta, View<T>{sp.c.data + j0, sp.c.rows, tail, sp.c.rs, 1});
+            const View<const T> bt{sp.b.data + j0 * sp.b.cs, k, tail, sp.b.rs, sp.b.cs};
+            const View<T> ct{sp.c.data + j0, sp.c.rows, tail, sp.c.rs, 1};
+            if (dots_tail) try_dots(main, 2, alpha, sp.a, bt, beta, ct);
+            else run_few_columns(main, alpha, sp.a, bt, beta, ct);
             if (sp.transposed) {
                 if (ep.active()) apply_epilogue(main, View<T>{c.data + j0 * c.rs, tail, c.cols, c.rs, c.cs}, ep);
                 c.rows = j0;

@@ -275,10 +275,10 @@ int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
 // The last columns of a small product (oriented) that go to the dot kernels, 0 for none: the
 // t = n % W columns past C's whole vectors of W lanes, under half a vector (and, for a C
 // narrower than a vector, more than dots_side's kDotsMaxSide), A's rows along k, where the model
-// below says so. Per row and k step the small kernels
-// spend half a vector on them (AVX-512's half-width registers; a masked vector elsewhere), the
-// dots t / W of one and kTailDotsSumCycles for each output's sum at the end; the dots pay from
-// kTailDotsFixedCycles saved (B's columns copied, the call). Fitted on Zen 4 (0.96-1.05 at the
+// below says so. Per row and k step the small kernels spend half a vector on them (AVX-512's
+// half-width registers; a masked vector elsewhere), the dots t / W of one and
+// kTailDotsSumCycles for each output's sum at the end; the dots pay from kTailDotsFixedCycles
+// saved (B's columns copied, the call). Fitted on Zen 4 (0.96-1.05 at the
 // boundary, float32 and float64, t = 1-4, m = 16-310, k = 16-128; float32 310 x 18 x 128 0.78x ->
 // 1.06x NumPy). gemm, gemm_batched and gemm_lowp ask the same, so a stack item is the single
 // product; see docs/DESIGN.md, "Small products".
@@ -293,26 +293,6 @@ int64_t small_tail_dots(const KernelTable<T>& uk, const SmallProduct<T>& sp) {
     // Cycles saved per row, times 2 W: k (W / 2 - t) steps of a vector less, t sums more.
     const int64_t per_row = k * (w - 2 * t) - 2 * w * t * kTailDotsSumCycles;
     return per_row > 0 && double(m) * double(per_row) >= double(2 * w * kTailDotsFixedCycles) ? t : 0;
-}
-
-// Columns [n - tail, n) of an oriented small product as dot products of A's rows with B's
-// columns, those copied along k into the calling thread's scratch unless they are (B stored by
-// columns): C's rows split over threads.
-template <typename T>
-void run_small_tail(const KernelTable<T>& uk, T alpha, const SmallProduct<T>& sp, T beta, int64_t tail) {
-    const int64_t k = sp.a.cols, j0 = sp.c.cols - tail;
-    const T* bt = sp.b.data + j0 * sp.b.cs;
-    int64_t ldb = sp.b.cs;
-    if (sp.b.rs != 1) {
-        T* copy = static_cast<T*>(thread_scratch(size_t(tail * k) * sizeof(T)));
-        if (sp.b.cs == 1) uk.copy_columns(tail, k, bt, sp.b.rs, copy, k);
-        else
-            for (int64_t j = 0; j < tail; ++j)
-                for (int64_t p = 0; p < k; ++p) copy[j * k + p] = bt[j * sp.b.cs + p * sp.b.rs];
-        bt = copy;
-        ldb = k;
-    }
-    run_dots(uk, tail, sp.c.rows, k, alpha, bt, ldb, sp.a.data, sp.a.rs, beta, sp.c.data + j0, 1, sp.c.rs);
 }
 
 // Whether an m x n product whose dots_side is `side` goes to the matrix-vector kernels: one

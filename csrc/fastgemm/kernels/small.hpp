@@ -13,6 +13,7 @@
 
 #include "../kernel.hpp"
 #include "gemv.hpp"
+#include "packing.hpp"
 
 namespace fastgemm {
 namespace kernels {
@@ -400,10 +401,8 @@ inline void each_item(const StackRun& s, int64_t m, int64_t n, int64_t k, const 
 template <typename V>
 void item_tail(int64_t m, int64_t k, int64_t tail, typename V::T alpha, const typename V::T* a, int64_t rsa,
                const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
-    using T = typename V::T;
-    alignas(64) T bt[kTailDotsBytes / sizeof(T)];
-    for (int64_t p = 0; p < k; ++p)
-        for (int64_t j = 0; j < tail; ++j) bt[j * k + p] = b[p * rsb + j];
+    alignas(64) typename V::T bt[kTailDotsBytes / sizeof(typename V::T)];
+    copy_columns<V>(tail, k, b, rsb, bt, k);
     dots<V>(tail, m, k, alpha, bt, k, a, rsa, beta, c, 1, rsc);
 }
 
