@@ -325,8 +325,8 @@ def test_matrix_vector_rows_form_sums_in_its_documented_order(dt, kernel):
 @pytest.mark.parametrize("dt", LOWP, ids=["f16", "bf16"])
 def test_matrix_vector_dots_form_is_sgemm_on_the_widened_inputs(dt, kernel):
     """Dot products along contiguous rows sum in the float32 kernel's order: sgemm's bits on
-    the widened inputs; k <= 7 with rows back to back (AVX-512's short_dots) too."""
-    for n, k in ((37, 41), (4133, 19), (300, 1), (45, 3), (33, 7), (16, 2)):
+    the widened inputs; k <= 8 with rows back to back (AVX-512's short_dots, tree_dots) too."""
+    for n, k in ((37, 41), (4133, 19), (300, 1), (45, 3), (33, 7), (16, 2), (301, 8)):
         x, w = rand((1, k), dt), rand((n, k), dt)
         want = fastgemm.sgemm(w.astype(np.float32), x.T.astype(np.float32))
         assert np.array_equal(fastgemm.gemm(w, x.T), want)

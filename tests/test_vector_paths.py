@@ -304,6 +304,37 @@ def test_few_rows_or_columns_any_layout(kernel, dtype, shape, layout, beta):
     assert_matches(fused, want, reference(a, b, c0, 1.0, 0.0, False, False)[1] + np.abs(bias), f"{kernel} fused")
 
 
+# Dots of k = W / 2 or W along rows stored back to back (AVX-512's tree_dots: float32 k = 8,
+# float64 k = 4 and 8) add each dot's products in V::reduce's tree, as the four-row form does for
+# rows stored apart: the same bits either way, a row of -0 products +0 as there. k = 16 (the
+# four-row form both ways) for comparison.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("k", [4, 8, 16])
+@pytest.mark.parametrize("m", [1, 5, 16, 17, 301])
+def test_dots_of_rows_back_to_back_sum_as_rows_apart(kernel, dtype, k, m):
+    if k == 4 and np.dtype(dtype) == np.float32:
+        pytest.skip("float32 k = 4 sums in order (short_dots' lane picks)")
+    rng = np.random.default_rng(m * 100 + k)
+    a = random_matrix(rng, (m, k), dtype)
+    a[0] = -0.0
+    apart = np.zeros((m, k + 3), dtype)[:, :k]
+    apart[...] = a
+    x = random_matrix(rng, (k, 1), dtype)
+    for beta in (0.0, 0.5):
+        c0 = random_matrix(rng, (m, 1), dtype)
+        column = [c0.copy(), c0.copy()]  # y = A x
+        row = [c0.T.copy(), c0.T.copy()]  # y = x^T A^T (x @ W.T)
+        for i, mat in enumerate((a, apart)):
+            GEMM[np.dtype(dtype)](mat, x, column[i], alpha=1.5, beta=beta)
+            GEMM[np.dtype(dtype)](x.T, mat.T, row[i], alpha=1.5, beta=beta)
+        assert column[0].tobytes() == column[1].tobytes(), (kernel, beta)
+        assert row[0].tobytes() == row[1].tobytes(), (kernel, beta)
+        ref, bound = reference(a, x, c0, 1.5, beta)
+        assert_matches(column[0], ref, bound, f"{kernel} {m} x 1 x {k} beta={beta}")
+        if beta == 0:
+            assert not np.signbit(column[0][0, 0]) and not np.signbit(row[0][0, 0])
+
+
 # x @ w with w contiguous: 2-4 columns are copied along k for the narrow dot kernel (de-interleaved
 # W columns a step by lane picks where the ISA has them, the last step partial), one row of x
 # included (taken from the rows form to the dots); 5-8 columns read in place for comparison.

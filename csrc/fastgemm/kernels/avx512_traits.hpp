@@ -101,7 +101,15 @@ struct Avx512F32 {
     static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
     static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
     // The lanes' sum as a tree in registers (halves, then quarters, ...): dots' reduction.
-    static T reduce(reg r) { return _mm512_reduce_add_ps(r); }
+    // Lanes added in halves (lane l + W/2 to lane l, then of those W/2 sums the same, ...), as
+    // GCC's _mm512_reduce_add_ps does; written out because tree_dots (gemv.hpp) gives the same
+    // bits by this tree, which a compiler's own order must not decide.
+    static T reduce(reg r) {
+        const __m256 h = _mm256_add_ps(_mm512_extractf32x8_ps(r, 1), _mm512_castps512_ps256(r));
+        const __m128 q = _mm_add_ps(_mm256_extractf128_ps(h, 1), _mm256_castps256_ps128(h));
+        const __m128 e = _mm_add_ps(_mm_movehl_ps(q, q), q);
+        return _mm_cvtss_f32(_mm_add_ss(_mm_movehdup_ps(e), e));
+    }
     // r as it is, but the compiler must hold it in a register: GCC otherwise folds a loaded
     // vector that several FMAs read into each of them, one load per FMA (dots: 1.3-1.5x slower).
     static reg held(reg r) {
@@ -171,7 +179,11 @@ struct Avx512F64 {
     }
     static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_pd(a, b, c); }
     static reg mul(reg a, reg b) { return _mm512_mul_pd(a, b); }
-    static T reduce(reg r) { return _mm512_reduce_add_pd(r); }
+    static T reduce(reg r) {  // Avx512F32's tree
+        const __m256d h = _mm256_add_pd(_mm512_extractf64x4_pd(r, 1), _mm512_castpd512_pd256(r));
+        const __m128d q = _mm_add_pd(_mm256_extractf128_pd(h, 1), _mm256_castpd256_pd128(h));
+        return _mm_cvtsd_f64(_mm_add_sd(_mm_unpackhi_pd(q, q), q));
+    }
     static reg held(reg r) {
         __asm__("" : "+v"(r));
         return r;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -155,18 +156,38 @@ void few_rows(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typena
 // Dots of k <= lane_picks_max_k over rows stored back to back (ldm == k): W outputs a step
 // from the k vectors their rows fill, each output summing x[p] * M[j, p] over p in order in its
 // lane (LanePicks, lanes.hpp). The four-row form spends most of a short dot adding up its lanes
-// (float32 3000 x 1 x 3 on Zen 4: 0.31x NumPy). float64 stops at k = 7: at 8 a row is one whole
-// vector, the four-row form's. Returns false where it does not apply.
+// (float32 3000 x 1 x 3 on Zen 4: 0.31x NumPy). Below W, and k = W / 2 goes to tree_dots
+// (gemv_dots asks it first). Returns false where it does not apply.
 template <typename V>
-constexpr int short_dots_max_k = lane_picks_max_k<V> < V::W ? lane_picks_max_k<V> : V::W - 1;
+constexpr int short_dots_picks_k = lane_picks_max_k<V> < V::W ? lane_picks_max_k<V> : V::W - 1;
+template <typename V>
+constexpr int short_dots_max_k =
+    short_dots_picks_k<V> - (short_dots_picks_k<V> > 0 && short_dots_picks_k<V> == V::W / 2);
+
+// y[l * incy] = out[l] + beta * y[l * incy] (vb: beta in every lane) for the first `rows` lanes.
+template <typename V>
+void put_outputs(int64_t rows, typename V::reg out, typename V::T beta, typename V::reg vb, typename V::T* y,
+                 int64_t incy) {
+    using T = typename V::T;
+    constexpr int W = V::W;
+    if (incy == 1) {
+        const typename V::mask mk = V::lanes(int(rows));
+        if (beta != T(0)) out = V::fmadd(vb, V::maskz_loadu(mk, y), out);
+        V::mask_storeu(y, mk, out);
+    } else {
+        T lanes[W], old[W] = {};
+        if (beta != T(0))
+            for (int64_t l = 0; l < rows; ++l) old[l] = y[l * incy];
+        V::storeu(lanes, beta != T(0) ? V::fmadd(vb, V::loadu(old), out) : out);
+        for (int64_t l = 0; l < rows; ++l) y[l * incy] = lanes[l];
+    }
+}
 
 // short_dots for k = K fixed at compile time (the registers and lane picks indexed by constants).
 template <typename V, typename L, int K>
 void short_dots_k(int64_t n, typename V::T alpha, const typename L::S* x, const typename L::S* mat, typename V::T beta,
                   typename V::T* y, int64_t incy) {
-    using T = typename V::T;
     using R = typename V::reg;
-    using M = typename V::mask;
     constexpr int W = V::W;
     const LanePicks<V, K> picks;
     R xs[K];
@@ -184,19 +205,7 @@ void short_dots_k(int64_t n, typename V::T alpha, const typename L::S* x, const 
 #pragma GCC unroll 8
         for (int p = 0; p < K; ++p)
             acc = p == 0 ? V::mul(xs[0], picks.pick(v, 0)) : V::fmadd(xs[p], picks.pick(v, p), acc);
-        const M mk = V::lanes(int(rows));
-        R out = V::mul(acc, va);
-        T* yj = y + j * incy;
-        if (incy == 1) {
-            if (beta != T(0)) out = V::fmadd(vb, V::maskz_loadu(mk, yj), out);
-            V::mask_storeu(yj, mk, out);
-        } else {
-            T lanes[W], old[W] = {};
-            if (beta != T(0))
-                for (int64_t l = 0; l < rows; ++l) old[l] = yj[l * incy];
-            V::storeu(lanes, beta != T(0) ? V::fmadd(vb, V::loadu(old), out) : out);
-            for (int64_t l = 0; l < rows; ++l) yj[l * incy] = lanes[l];
-        }
+        put_outputs<V>(rows, V::mul(acc, va), beta, vb, y + j * incy, incy);
     }
 }
 
@@ -212,6 +221,60 @@ bool short_dots(int64_t n, int64_t k, typename V::T alpha, const typename L::S* 
     }
 }
 
+// Dots of k = W / 2 or W, at most kTreeDotsMaxK, over rows stored back to back (float32 k = 8,
+// float64 k = 4 or 8): W outputs a step, the products of W rows added up across registers in
+// V::reduce's own tree (HalvingPicks, lanes.hpp), so each output sums as in the four-row form,
+// which spends ~8 shuffles and adds a dot on V::reduce, where short_dots' lane picks take k / 2
+// permutes and blends a product. On Zen 4, against those: float32 3000 x 1 x 8 2.0x (0.72x ->
+// 1.45x NumPy), float64 3000 x 1 x 8 1.23x, x 4 1.1x; float32 k = 16 (15 pairs of permutes for
+// 16 dots) 0.89-1.05x, so it stays with the four-row form. Returns false where it does not apply.
+constexpr int kTreeDotsMaxK = 8;
+template <typename V, typename L, int K>
+void tree_dots_k(int64_t n, typename V::T alpha, const typename L::S* x, const typename L::S* mat, typename V::T beta,
+                 typename V::T* y, int64_t incy) {
+    using R = typename V::reg;
+    constexpr int W = V::W;
+    const HalvingPicks<V, K> picks;
+    R xs;  // x's K elements in every group of K lanes
+    if constexpr (K == W) xs = L::load(x);
+    else xs = picks.repeat(L(K).part(x));
+    const R va = V::set1(alpha), vb = V::set1(beta);
+    for (int64_t j = 0; j < n; j += W) {
+        const int64_t rows = n - j < W ? n - j : W;
+        const typename L::S* r = mat + j * K;
+        R v[K + 1];
+        load_groups<V, K>(
+            rows, v, [&](int q) { return L::load(r + q * W); },
+            [&](int q, int64_t count) { return L(count).part(r + q * W); });
+#pragma GCC unroll 16
+        for (int q = 0; q < K; ++q) v[q] = V::fmadd(v[q], xs, V::zero());
+        R out = picks.sum(v);
+        // The four-row form's first level adds K < W products to the zero lanes past them,
+        // which turns a -0 product into +0: the same once at the end.
+        if constexpr (K < W) out = V::add(V::zero(), out);
+        put_outputs<V>(rows, V::mul(out, va), beta, vb, y + j * incy, incy);
+    }
+}
+
+template <typename V, typename L>
+bool tree_dots(int64_t n, int64_t k, typename V::T alpha, const typename L::S* x, const typename L::S* mat, int64_t ldm,
+               typename V::T beta, typename V::T* y, int64_t incy) {
+    constexpr int W = V::W;
+    if constexpr (lane_picks_max_k<V> == 0) {
+        return false;
+    } else {
+        if (ldm != k || (k != W && 2 * k != W) || k > kTreeDotsMaxK) return false;
+        if constexpr (W <= kTreeDotsMaxK) {
+            if (k == W) {
+                tree_dots_k<V, L, W>(n, alpha, x, mat, beta, y, incy);
+                return true;
+            }
+        }
+        tree_dots_k<V, L, W / 2>(n, alpha, x, mat, beta, y, incy);
+        return true;
+    }
+}
+
 // y[j] = dot(x, M[j, :]) for four rows of M at a time (x loaded once per four dots); each dot
 // keeps W partial sums and adds them up at the end in V::reduce's tree, as dots_block does (in
 // lane order, W - 1 dependent adds, a dot of k <= W took 16 cycles on Zen 4).
@@ -222,13 +285,15 @@ void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename L::S* x
     using R = typename V::reg;
     using S = typename L::S;
     constexpr int W = V::W;
-    if (short_dots<V, L>(n, k, alpha, x, mat, ldm, beta, y, incy)) return;
+    if (tree_dots<V, L>(n, k, alpha, x, mat, ldm, beta, y, incy) ||
+        short_dots<V, L>(n, k, alpha, x, mat, ldm, beta, y, incy))
+        return;
     const int64_t full = k / W * W;
     const L tail(k - full);
     auto finish = [&](R acc, int64_t j) {
         const T sum = V::reduce(acc);
         T& yj = y[j * incy];
-        yj = beta == T(0) ? alpha * sum : alpha * sum + beta * yj;
+        yj = beta == T(0) ? alpha * sum : std::fma(beta, yj, alpha * sum);  // as put_outputs, V::fmadd's order
     };
     int64_t j = 0;
     for (; j + 4 <= n; j += 4) {
@@ -299,7 +364,7 @@ void dots_block(int64_t k, typename V::T alpha, const typename V::T* a, int64_t 
         for (int j = 0; j < NR; ++j) {
             const T sum = V::reduce(acc[i][j]);
             T& cij = c[i * rsc + j * csc];
-            cij = beta == T(0) ? alpha * sum : alpha * sum + beta * cij;
+            cij = beta == T(0) ? alpha * sum : std::fma(beta, cij, alpha * sum);
         }
 }
 

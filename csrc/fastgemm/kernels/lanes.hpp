@@ -1,9 +1,9 @@
 // Lane picks: W groups of K elements stored back to back (W * K elements in K vectors) split
 // into K vectors, vector p holding element p of every group (lane l: element l * K + p), by
 // two-register permutes where the ISA has them (V::kLanePicksMaxK, V::permute2, V::blend,
-// V::make_index); and with_rows, which hands such a K, known at run time, to a kernel that fixes
-// it at compile time. Included only from kernels/*.cpp (through table.hpp); templated on V like
-// every kernel.
+// V::make_index); groups of lanes added up across registers (HalvingPicks); and with_rows, which
+// hands such a K, known at run time, to a kernel that fixes it at compile time. Included only
+// from kernels/*.cpp (through table.hpp); templated on V like every kernel.
 #pragma once
 
 #include <algorithm>
@@ -58,6 +58,40 @@ struct LanePicks {
 #pragma GCC unroll 4
         for (int c = 1; c < kPairs; ++c) r = V::blend(from[p][c], r, V::permute2(v[2 * c], ix[p][c], v[2 * c + 1]));
         return r;
+    }
+};
+
+// V::reduce's tree across registers: sum(v) adds up the K vectors v of W / K groups of K lanes
+// (one dot's products a group) to one vector of the W dots, in group order, each level making
+// one vector of every pair with groups of half the lanes, lane l of a group the sum of lanes
+// l + G / 2 and l of the old group of G. repeat(x): x's lanes 0 to K - 1 in every group.
+template <typename V, int K>
+struct HalvingPicks {
+    static_assert(K >= 2 && K <= V::W && (K & (K - 1)) == 0, "groups of a power of two lanes");
+    static constexpr int kLevels = __builtin_ctz(K);
+    typename V::index hi[kLevels], lo[kLevels], rep;
+
+    HalvingPicks() {
+        constexpr int W = V::W;
+        int lane[W];
+        for (int s = 0; s < kLevels; ++s) {
+            const int half = (K >> s) / 2;  // lanes of a group this level makes
+            for (int l = 0; l < W; ++l) lane[l] = l / half * 2 * half + l % half;
+            lo[s] = V::make_index(lane);
+            for (int l = 0; l < W; ++l) lane[l] += half;
+            hi[s] = V::make_index(lane);
+        }
+        for (int l = 0; l < W; ++l) lane[l] = l % K;
+        rep = V::make_index(lane);
+    }
+    typename V::reg repeat(typename V::reg x) const { return V::permute2(x, rep, x); }
+    typename V::reg sum(typename V::reg* v) const {
+#pragma GCC unroll 4
+        for (int s = 0; s < kLevels; ++s)
+#pragma GCC unroll 8
+            for (int i = 0; i < (K >> s) / 2; ++i)
+                v[i] = V::add(V::permute2(v[2 * i], hi[s], v[2 * i + 1]), V::permute2(v[2 * i], lo[s], v[2 * i + 1]));
+        return v[0];
     }
 };
 
