@@ -121,6 +121,34 @@ def test_last_columns_past_whole_vectors(kernel, shape, dtype, layout):
     assert np.array_equal(fb, plain + bias)
 
 
+# k <= 8 over C wider than a panel of the small kernels (64 float32 / 32 float64 columns on
+# AVX-512): single products sweep C's rows a group at a time (short_k), stack items of 8 KiB up
+# keep the panels that prefetch the next item; the same bits either way, on any thread count and
+# with alpha and beta, with partial row groups (1-5 rows past 4, 3 or 2 a group) and partial
+# vectors; A stored by columns (TN) reads its elements strided.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "shape",
+    [(1, 70, 1), (2, 130, 2), (5, 33, 3), (7, 100, 4), (9, 65, 5), (6, 300, 6), (11, 97, 7), (64, 130, 8), (3, 40, 8)],
+)
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_short_k_over_wide_c(kernel, shape, dtype, layout):
+    m, n, k = shape
+    rng = np.random.default_rng(m * 31 + n * 7 + k)
+    a = _rand(rng, (4, k, m), dtype).swapaxes(-1, -2) if layout[0] == "T" else _rand(rng, (4, m, k), dtype)
+    b = _rand(rng, (4, k, n), dtype)
+    c = fastgemm.matmul(a, b)
+    _check_stack(c, a, b)
+    one, two = on_threads(lambda: fastgemm.matmul(a[1], b[1]))
+    assert np.array_equal(c[1], one) and np.array_equal(one, two)
+    for alpha, beta in ((1.0, 0.0), (-1.5, 0.5), (2.0, 0.0)):
+        c0 = _rand(rng, (m, n), dtype)
+        got = c0.copy()
+        fastgemm.gemm(a[2], b[2], got, alpha=alpha, beta=beta)
+        ref, bound = reference(a[2], b[2], c0, alpha, beta)
+        assert_matches(got, ref, bound, f"alpha={alpha} beta={beta}")
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", (3, 8, 16, 32))
 @pytest.mark.parametrize(

@@ -241,12 +241,85 @@ void half_tail(int64_t whole, int64_t part, int64_t m, int64_t k, typename V::T 
     small_panel<H, 1, 0, false>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, &mh, sums.at(0, j), next);
 }
 
+// Products of k <= kShortKMax over a C wider than a panel: RG rows at a time sweep C's whole
+// rows (A's RG x k elements broadcast once, then k loads of B and RG x k FMAs a vector of C),
+// where the panels would write C a panel of every row at a time: with k this short a vector of
+// C costs a store against k FMAs, and C's rows, past L1, are best written in order. Each
+// element sums over p in order from zero and finishes as small_rows does: the same bits. Stack
+// items that prefetch the next one keep the panels (from memory the sweep ran 0.79-0.92x them).
+// See docs/DESIGN.md, "Small products".
+constexpr int64_t kShortKMax = 8;
+template <typename V, int RG, int K>
+void short_k_rows(int64_t n, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+                  const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
+    using T = typename V::T;
+    using R = typename V::reg;
+    constexpr int W = V::W;
+    R av[RG][K];
+#pragma GCC unroll 4
+    for (int r = 0; r < RG; ++r)
+#pragma GCC unroll 8
+        for (int p = 0; p < K; ++p) av[r][p] = V::set1(a[r * rsa + p * csa]);
+    const R va = V::set1(alpha), vb = V::set1(beta);
+    auto sweep = [&](auto scaled) {
+        auto vec = [&](int64_t j, auto full, typename V::mask mk) {
+            auto load = [&](const T* p) { return decltype(full)::value ? V::loadu(p) : V::maskz_loadu(mk, p); };
+            R bv[K];
+#pragma GCC unroll 8
+            for (int p = 0; p < K; ++p) bv[p] = load(b + p * rsb + j);
+#pragma GCC unroll 4
+            for (int r = 0; r < RG; ++r) {
+                R x = V::zero();
+#pragma GCC unroll 8
+                for (int p = 0; p < K; ++p) x = V::fmadd(av[r][p], bv[p], x);
+                if (decltype(scaled)::value) x = V::mul(x, va);
+                T* cr = c + r * rsc + j;
+                if (beta != T(0)) x = V::fmadd(vb, load(cr), x);
+                if (decltype(full)::value) V::storeu(cr, x);
+                else V::mask_storeu(cr, mk, x);
+            }
+        };
+        int64_t j = 0;
+        for (; j + W <= n; j += W) vec(j, std::true_type{}, typename V::mask{});
+        if (j < n) vec(j, std::false_type{}, V::lanes(int(n - j)));
+    };
+    if (alpha == T(1)) sweep(std::false_type{});
+    else sweep(std::true_type{});
+}
+
+// Rows a group for K: RG x K broadcasts, K B vectors, an accumulator, alpha and beta within the
+// register file, at most 4.
+template <typename V>
+constexpr int short_k_group(int K) {
+    int rg = 4;
+    while (rg > 1 && rg * K + K + 3 > vector_regs<V>) --rg;
+    return rg;
+}
+
+// short_k_rows over m rows, k <= kShortKMax.
+template <typename V>
+void short_k(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+             const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
+    with_rows<kShortKMax>(k, [&](auto kc) {
+        constexpr int K = decltype(kc)::value;
+        auto rows = [&](int64_t i, auto rg) {
+            short_k_rows<V, decltype(rg)::value, K>(n, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc);
+        };
+        constexpr int RG = short_k_group<V>(K);
+        int64_t i = 0;
+        for (; i + RG <= m; i += RG) rows(i, std::integral_constant<int, RG>{});
+        if (i < m) with_rows<RG>(m - i, [&](auto rc) { rows(i, rc); });
+    });
+}
+
 template <typename V, int PV>
 void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                 const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
                 const SmallSums<typename V::T>& sums, NextItem* next) {
     static_assert(PV >= 1 && PV <= 4, "one case per panel width");
     constexpr int W = V::W;
+    if (!next && k <= kShortKMax && n > PV * W && !sums.from && !sums.to)
+        return short_k<V>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
     int64_t j = 0;
     for (; j + PV * W <= n; j += PV * W)
         small_panel<V, PV, 0, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, nullptr, sums.at(0, j),
