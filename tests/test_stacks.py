@@ -122,10 +122,9 @@ def test_last_columns_past_whole_vectors(kernel, shape, dtype, layout):
 
 
 # k <= 8 over C wider than a panel of the small kernels (64 float32 / 32 float64 columns on
-# AVX-512): single products sweep C's rows a group at a time (short_k), stack items of 8 KiB up
-# keep the panels that prefetch the next item; the same bits either way, on any thread count and
-# with alpha and beta, with partial row groups (1-5 rows past 4, 3 or 2 a group) and partial
-# vectors; A stored by columns (TN) reads its elements strided.
+# AVX-512): products and stacks of up to 8 MiB sweep C's rows a group at a time (short_k), on
+# any thread count, with alpha and beta, partial row groups (1-5 rows past 4, 3 or 2 a group)
+# and partial vectors; A stored by columns (TN) reads its elements strided.
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
@@ -147,6 +146,21 @@ def test_short_k_over_wide_c(kernel, shape, dtype, layout):
         fastgemm.gemm(a[2], b[2], got, alpha=alpha, beta=beta)
         ref, bound = reference(a[2], b[2], c0, alpha, beta)
         assert_matches(got, ref, bound, f"alpha={alpha} beta={beta}")
+
+
+# A stack of such items past 8 MiB keeps the panels and their prefetch of the next item (on one
+# thread; a thread's piece of it may sweep): the same bits as the single product's sweep.
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_short_k_stack_past_the_sweep_bound(kernel, dtype):
+    rng = np.random.default_rng(8)
+    count = (9 << 20) // ((64 * 8 + 8 * 130 + 64 * 130) * np.dtype(dtype).itemsize)
+    a, b = _rand(rng, (count, 64, 8), dtype), _rand(rng, (count, 8, 130), dtype)
+    c, two = on_threads(lambda: fastgemm.matmul(a, b))
+    assert np.array_equal(c, two)
+    for i in (0, count // 2, count - 1):
+        assert np.array_equal(c[i], fastgemm.matmul(a[i], b[i])), i
+    ref, bound = reference(a[1], b[1], None, 1.0, 0.0)
+    assert_matches(c[1], ref, bound, "item 1")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -245,9 +245,9 @@ void half_tail(int64_t whole, int64_t part, int64_t m, int64_t k, typename V::T 
 // rows (A's RG x k elements broadcast once, then k loads of B and RG x k FMAs a vector of C),
 // where the panels would write C a panel of every row at a time: with k this short a vector of
 // C costs a store against k FMAs, and C's rows, past L1, are best written in order. Each
-// element sums over p in order from zero and finishes as small_rows does: the same bits. Stack
-// items that prefetch the next one keep the panels (from memory the sweep ran 0.79-0.92x them).
-// See docs/DESIGN.md, "Small products".
+// element sums over p in order from zero and finishes as small_rows does: the same bits. Stacks
+// past kShortKStackBytes keep the panels and their prefetch of the next item. See
+// docs/DESIGN.md, "Small products".
 constexpr int64_t kShortKMax = 8;
 template <typename V, int RG, int K>
 void short_k_rows(int64_t n, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
@@ -440,6 +440,19 @@ constexpr bool stack_ahead(int64_t m, int64_t n, int64_t k) {
     return (m * k + k * n + m * n) * int64_t(sizeof(T)) >= kStackAheadBytes && (n > PanelCols || k >= kStackAheadMinK);
 }
 
+// The bytes a run's items span: A, B and C of every item, an operand broadcast over the run
+// (stride 0) once.
+template <typename T>
+constexpr int64_t stack_bytes(const StackRun& s, int64_t m, int64_t n, int64_t k) {
+    auto span = [&](int64_t stride, int64_t elems) { return (stride != 0 ? s.count : 1) * elems; };
+    return (span(s.sa, m * k) + span(s.sb, k * n) + s.count * m * n) * int64_t(sizeof(T));
+}
+
+// Stacks of short_k items (k <= kShortKMax, C wider than a panel) up to this many bytes sweep
+// each item's C rows as a single product does, without the next item's prefetch: in cache the
+// sweep won, from memory the panels and that prefetch did (see docs/DESIGN.md, "Small products").
+constexpr int64_t kShortKStackBytes = int64_t(8) << 20;
+
 // product(a, b, c, next) and then after(a, b, c) for each item of a run, next the lines of the
 // item after it to prefetch, or null (the last item, or items stack_ahead leaves to the
 // hardware). Each row group takes `per` lines a k step, set from the steps the previous item
@@ -574,6 +587,13 @@ void stack_items(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
             default: break;
         }
     }
+    if (k <= kShortKMax && n > PV * W && stack_bytes<T>(s, m, n, k) <= kShortKStackBytes)
+        return each_item<PV * W>(
+            s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
+            [&](const T* ai, const T* bi, T* ci, NextItem*) {
+                short_k<V>(m, n, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc);
+            },
+            after);
     each_item<PV * W>(
         s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
         [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
