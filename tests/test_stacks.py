@@ -124,18 +124,30 @@ def test_last_columns_past_whole_vectors(kernel, shape, dtype, layout):
 # k <= 8 over C wider than a panel of the small kernels (64 float32 / 32 float64 columns on
 # AVX-512): products and stacks of up to 8 MiB sweep C's rows a group at a time (short_k), on
 # any thread count, with alpha and beta, partial row groups (1-5 rows past 4, 3 or 2 a group)
-# and partial vectors; A stored by columns (TN) reads its elements strided.
+# and partial vectors; A stored by columns (TN, TT: x.T @ y at any size, no longer packed) reads
+# its elements strided.
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
-    [(1, 70, 1), (2, 130, 2), (5, 33, 3), (7, 100, 4), (9, 65, 5), (6, 300, 6), (11, 97, 7), (64, 130, 8), (3, 40, 8)],
+    [
+        (1, 70, 1),
+        (2, 130, 2),
+        (5, 33, 3),
+        (7, 100, 4),
+        (9, 65, 5),
+        (6, 300, 6),
+        (11, 97, 7),
+        (64, 130, 8),
+        (3, 40, 8),
+        (301, 98, 2),
+    ],
 )
-@pytest.mark.parametrize("layout", ["NN", "TN"])
+@pytest.mark.parametrize("layout", ["NN", "TN", "TT"])
 def test_short_k_over_wide_c(kernel, shape, dtype, layout):
     m, n, k = shape
     rng = np.random.default_rng(m * 31 + n * 7 + k)
     a = _rand(rng, (4, k, m), dtype).swapaxes(-1, -2) if layout[0] == "T" else _rand(rng, (4, m, k), dtype)
-    b = _rand(rng, (4, k, n), dtype)
+    b = _rand(rng, (4, n, k), dtype).swapaxes(-1, -2) if layout[1] == "T" else _rand(rng, (4, k, n), dtype)
     c = fastgemm.matmul(a, b)
     _check_stack(c, a, b)
     one, two = on_threads(lambda: fastgemm.matmul(a[1], b[1]))

@@ -82,10 +82,12 @@ void small_epilogue(const KernelTable<T>& uk, const SmallProduct<T>& sp, View<T>
 // then. With B in k chunks (small_chunks_b) a group's lines of A are reused within the chunk:
 // up to kChunkedColumnsMaxM rows that beat the packed path (x.T @ y, float64 20 x 20 x 3000
 // 0.91x -> 1.33x NumPy; 200 rows lost 28%); see docs/DESIGN.md, "Operands stored by columns".
+// Up to kShortKMax a group's k lines are all it reads of A at any size (x.T @ y, float64 300 x
+// 300 x 4 0.86x -> 1.53x NumPy against the packed path).
 constexpr int64_t kChunkedColumnsMaxM = 48;
 
 bool small_reads_a(const Tuning& t, int64_t m, int64_t n, int64_t k, int64_t csa, int64_t elem_bytes) {
-    if (csa == 1) return true;
+    if (csa == 1 || k <= kShortKMax) return true;
     if (t.small_chunked_any && m <= kChunkedColumnsMaxM && small_chunks_b(n * elem_bytes, k)) return true;
     if (t.small_columns_max_m > 0 && m > t.small_columns_max_m && n * elem_bytes > t.small_narrow_bytes) return false;
     return k * 64 <= int64_t(caches().l1d.size) / 2 ||

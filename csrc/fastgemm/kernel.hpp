@@ -140,6 +140,11 @@ constexpr bool small_chunks_b(int64_t row_bytes, int64_t k) {
     return row_bytes * kSmallChunkMinK <= kSmallChunkBytes && k * row_bytes > kSmallChunkPastBytes;
 }
 
+// Up to this k the small kernels sweep a C wider than one panel a group of rows at a time
+// (kernels/small.hpp, short_k), reading A's elements a group's k at a time: an A stored by
+// columns costs them k lines a group at any size.
+constexpr int64_t kShortKMax = 8;
+
 // The most bytes of B's columns small_stack copies along k for an item's tail (on the stack).
 constexpr int64_t kTailDotsBytes = 16 * 1024;
 

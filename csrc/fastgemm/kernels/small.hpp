@@ -248,7 +248,6 @@ void half_tail(int64_t whole, int64_t part, int64_t m, int64_t k, typename V::T 
 // element sums over p in order from zero and finishes as small_rows does: the same bits. Stacks
 // past kShortKStackBytes keep the panels and their prefetch of the next item. See
 // docs/DESIGN.md, "Small products".
-constexpr int64_t kShortKMax = 8;
 template <typename V, int RG, int K>
 void short_k_rows(int64_t n, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                   const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
