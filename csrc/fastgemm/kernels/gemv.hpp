@@ -183,30 +183,39 @@ void put_outputs(int64_t rows, typename V::reg out, typename V::T beta, typename
     }
 }
 
+// f(v, rows, j) for each W rows j, j + 1, ... (the last n - j of them fewer) of K elements stored
+// back to back from mat: v the K vectors they fill, read through L, and a zero one.
+template <typename V, typename L, int K, typename F>
+void row_groups(int64_t n, const typename L::S* mat, F f) {
+    constexpr int W = V::W;
+    for (int64_t j = 0; j < n; j += W) {
+        const int64_t rows = n - j < W ? n - j : W;
+        const typename L::S* r = mat + j * K;
+        typename V::reg v[K + 1];
+        load_groups<V, K>(
+            rows, v, [&](int q) { return L::load(r + q * W); },
+            [&](int q, int64_t count) { return L(count).part(r + q * W); });
+        f(v, rows, j);
+    }
+}
+
 // short_dots for k = K fixed at compile time (the registers and lane picks indexed by constants).
 template <typename V, typename L, int K>
 void short_dots_k(int64_t n, typename V::T alpha, const typename L::S* x, const typename L::S* mat, typename V::T beta,
                   typename V::T* y, int64_t incy) {
     using R = typename V::reg;
-    constexpr int W = V::W;
     const LanePicks<V, K> picks;
     R xs[K];
 #pragma GCC unroll 8
     for (int p = 0; p < K; ++p) xs[p] = V::set1(L::one(x[p]));
     const R va = V::set1(alpha), vb = V::set1(beta);
-    for (int64_t j = 0; j < n; j += W) {
-        const int64_t rows = n - j < W ? n - j : W;
-        const typename L::S* r = mat + j * K;
-        R v[K + 1];
-        load_groups<V, K>(
-            rows, v, [&](int q) { return L::load(r + q * W); },
-            [&](int q, int64_t count) { return L(count).part(r + q * W); });
+    row_groups<V, L, K>(n, mat, [&](R* v, int64_t rows, int64_t j) {
         R acc = V::zero();
 #pragma GCC unroll 8
         for (int p = 0; p < K; ++p)
             acc = p == 0 ? V::mul(xs[0], picks.pick(v, 0)) : V::fmadd(xs[p], picks.pick(v, p), acc);
         put_outputs<V>(rows, V::mul(acc, va), beta, vb, y + j * incy, incy);
-    }
+    });
 }
 
 template <typename V, typename L>
@@ -239,13 +248,7 @@ void tree_dots_k(int64_t n, typename V::T alpha, const typename L::S* x, const t
     if constexpr (K == W) xs = L::load(x);
     else xs = picks.repeat(L(K).part(x));
     const R va = V::set1(alpha), vb = V::set1(beta);
-    for (int64_t j = 0; j < n; j += W) {
-        const int64_t rows = n - j < W ? n - j : W;
-        const typename L::S* r = mat + j * K;
-        R v[K + 1];
-        load_groups<V, K>(
-            rows, v, [&](int q) { return L::load(r + q * W); },
-            [&](int q, int64_t count) { return L(count).part(r + q * W); });
+    row_groups<V, L, K>(n, mat, [&](R* v, int64_t rows, int64_t j) {
 #pragma GCC unroll 16
         for (int q = 0; q < K; ++q) v[q] = V::fmadd(v[q], xs, V::zero());
         R out = picks.sum(v);
@@ -253,7 +256,7 @@ void tree_dots_k(int64_t n, typename V::T alpha, const typename L::S* x, const t
         // which turns a -0 product into +0: the same once at the end.
         if constexpr (K < W) out = V::add(V::zero(), out);
         put_outputs<V>(rows, V::mul(out, va), beta, vb, y + j * incy, incy);
-    }
+    });
 }
 
 template <typename V, typename L>
