@@ -100,10 +100,9 @@ struct Avx512F32 {
     }
     static reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
     static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
-    // The lanes' sum as a tree in registers (halves, then quarters, ...): dots' reduction.
-    // Lanes added in halves (lane l + W/2 to lane l, then of those W/2 sums the same, ...), as
-    // GCC's _mm512_reduce_add_ps does; written out because tree_dots (gemv.hpp) gives the same
-    // bits by this tree, which a compiler's own order must not decide.
+    // The lanes' sum as a tree in registers, dots' reduction: lane l + W/2 added to lane l, then
+    // the same on those W/2 sums, ... (GCC's _mm512_reduce_add_ps tree), written out because
+    // tree_dots (gemv.hpp) gives the same bits by this tree, which no compiler's order may decide.
     static T reduce(reg r) {
         const __m256 h = _mm256_add_ps(_mm512_extractf32x8_ps(r, 1), _mm512_castps512_ps256(r));
         const __m128 q = _mm_add_ps(_mm256_extractf128_ps(h, 1), _mm256_castps256_ps128(h));
