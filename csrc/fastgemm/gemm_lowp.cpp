@@ -84,13 +84,12 @@ void small_widened(const KernelSet& ks, const LowpTable<S>& lp, int threads, flo
         if (run.sa) widen(o.a, run.sa, i0, g, wa);
         if (run.sb) widen(o.b, run.sb, i0, g, wb);
         float* c0 = o.c.data + i0 * run.sc;
-        if (j0 > 0 && threads > 1) {
+        if (j0 > 0 && threads > 1)
             run_small(ks.f32, threads, alpha,
                       SmallProduct<float>{{wa, m, k, k, 1}, {wb, k, j0, n, 1}, {c0, m, j0, o.c.rs, 1}, false}, beta);
-        } else if (j0 > 0) {
+        else if (j0 > 0)  // j0 == 0: all of C is the tail's dots
             ks.f32.small_stack(StackRun{g, run.sa ? na : 0, run.sb ? nb : 0, run.sc}, m, j0, k, alpha, wa, k, 1, wb, n,
                                beta, c0, o.c.rs, 0);
-        }
         for (int64_t i = 0; i < g && tail > 0; ++i) {
             if (run.sb || i0 + i == 0)
                 lp.widen(tail, k, o.b.data + (i0 + i) * run.sb + j0 * o.b.cs, o.b.cs, o.b.rs, wbt);

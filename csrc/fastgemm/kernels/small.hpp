@@ -453,13 +453,14 @@ constexpr int64_t stack_bytes(const StackRun& s, int64_t m, int64_t n, int64_t k
 constexpr int64_t kShortKStackBytes = int64_t(8) << 20;
 
 // product(a, b, c, next) and then after(a, b, c) for each item of a run, next the lines of the
-// item after it to prefetch, or null (the last item, or items stack_ahead leaves to the
-// hardware). Each row group takes `per` lines a k step, set from the steps the previous item
-// took (the same for every item) so that the lines are spread over the whole item.
+// item after it to prefetch, or null (the last item, items stack_ahead leaves to the hardware,
+// or every item when not `prefetch`). Each row group takes `per` lines a k step, set from the
+// steps the previous item took (the same for every item) so that the lines are spread over the
+// whole item.
 template <int PanelCols, typename T, typename F, typename After>
 inline void each_item(const StackRun& s, int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
-                      const T* b, int64_t rsb, T* c, int64_t rsc, F product, After after) {
-    const bool ahead = stack_ahead<PanelCols, T>(m, n, k);
+                      const T* b, int64_t rsb, T* c, int64_t rsc, F product, After after, bool prefetch = true) {
+    const bool ahead = prefetch && stack_ahead<PanelCols, T>(m, n, k);
     int per = 1;
     for (int64_t i = 0; i < s.count; ++i, a += s.sa, b += s.sb, c += s.sc) {
         if (!ahead || i + 1 == s.count) {
@@ -586,19 +587,15 @@ void stack_items(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
             default: break;
         }
     }
-    if (k <= kShortKMax && n > PV * W && stack_bytes<T>(s, m, n, k) <= kShortKStackBytes)
-        return each_item<PV * W>(
-            s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
-            [&](const T* ai, const T* bi, T* ci, NextItem*) {
-                short_k<V>(m, n, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc);
-            },
-            after);
+    // A run of short_k items within kShortKStackBytes goes without the next item's prefetch, so
+    // small_pass sweeps each item as it does a single product.
+    const bool short_k_in_cache = k <= kShortKMax && n > PV * W && stack_bytes<T>(s, m, n, k) <= kShortKStackBytes;
     each_item<PV * W>(
         s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
         [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
             small_ahead<V, PV>(m, n, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc, nx);
         },
-        after);
+        after, !short_k_in_cache);
 }
 
 // stack_items on a run, the last `tail` columns of each item as item_tail's dot products.
