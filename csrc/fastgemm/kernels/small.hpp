@@ -384,14 +384,18 @@ void small(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename 
 // An N x N x N product fixed at compile time, N a multiple of the vector width, rows of A
 // contiguous: whole vectors, no masks, k unrolled with constant offsets; panels of up to PV
 // vectors, rows in groups that keep 8 accumulators live, 16 for panels of 2-4 512-bit vectors
-// (32 registers; see docs/DESIGN.md, "Small products").
+// from N = 32 (32 registers; a 16^3 group of 8 x 2 ends its 16 k steps in 16 stores and ran
+// 5-18% slower than 4 x 2 on Zen 4; see docs/DESIGN.md, "Small products"). Always inlined:
+// stack_items passes constant strides for items stored whole, which become immediate offsets
+// only when inlined (a build where GCC stopped inlining it ran float64 8^3 items at 40%).
 template <typename V, int N, int PV>
-void square_fixed(typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t, const typename V::T* b,
-                  int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc, NextItem* next) {
+[[gnu::always_inline]] inline void square_fixed(typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t,
+                                                const typename V::T* b, int64_t rsb, typename V::T beta,
+                                                typename V::T* c, int64_t rsc, NextItem* next) {
     constexpr int W = V::W;
     static_assert(N % W == 0, "whole vectors only");
     constexpr int NV = N / W < PV ? N / W : PV;
-    constexpr int ACC = W * int(sizeof(typename V::T)) == 64 && NV >= 2 ? 16 : 8;
+    constexpr int ACC = W * int(sizeof(typename V::T)) == 64 && NV >= 2 && N >= 32 ? 16 : 8;
     constexpr int RG = ACC / NV < N ? (ACC / NV > 0 ? ACC / NV : 1) : N;
     static_assert(N % (NV * W) == 0 && N % RG == 0, "the panels and row groups tile the product");
     // Only k unrolls: unrolled panels and row groups of a 32^3 product outgrow the L1
