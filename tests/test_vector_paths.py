@@ -82,6 +82,20 @@ STREAMED_SHAPES = [
     (7, 1030, 1030),
 ]
 
+# Past 6 rows, where the kernel set streams B once per group of at most 6 rows (few_row_groups_fit:
+# AVX-512 up to 30 rows with the streams within L3): 7 (4 + 3), 12 (6 + 6), 13 (5 + 5 + 3), 29 and
+# 30, B past one partial-sum chunk (3008 columns), and 31 rows past the bound; each but the last
+# reaches the few-row kernels on AVX-512 in both types, by rows or columns of A.
+FEW_ROW_GROUP_SHAPES = [
+    (7, 216, 369),
+    (7, 1024, 100),
+    (12, 1024, 130),
+    (13, 515, 700),
+    (29, 256, 300),
+    (30, 3008, 40),
+    (31, 256, 300),
+]
+
 
 def _check(kernel, dtype, shape, trans_a, trans_b, beta, b_offset=0):
     m, n, k = shape
@@ -140,6 +154,15 @@ def test_few_rows_streamed(kernel, dtype, shape, trans_a, b_offset, beta):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", FEW_ROW_GROUP_SHAPES)
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("b_offset", [0, 3])
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_few_row_groups(kernel, dtype, shape, trans_a, b_offset, beta):
+    _check(kernel, dtype, shape, trans_a, False, beta, b_offset)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
     [
@@ -148,6 +171,7 @@ def test_few_rows_streamed(kernel, dtype, shape, trans_a, b_offset, beta):
         (20000, 1, 300),
         (3, 20000, 300),
         (7, 4096, 64),
+        (29, 3008, 100),
         (301, 200, 400),
         (3001, 20, 300),
     ],

@@ -34,7 +34,7 @@ void run(const KernelSet& ks, T alpha, View<const T> a, View<const T> b, T beta,
     // in-place-B paths below run other tiles and keep packing A.)
     const bool direct_a = a.rs == 1 && a.cs != 1 && a.cs * int64_t(sizeof(T)) <= kAInPlaceMaxColumnBytes &&
                           (n + main.nr - 1) / main.nr <= tune.a_in_place_slivers;
-    if (few_rows_fit(tune.few_rows_max_m, m, b.cs, c.cs)) {
+    if (few_rows_fit(tune.few_rows_max_m, m, b.cs, c.cs) || few_row_groups_fit(tune, m, n, k, sizeof(T), b.cs, c.cs)) {
         run_few_rows(main, main, threads, alpha, a, b, beta, c, ep);
         return;
     }

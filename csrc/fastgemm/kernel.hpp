@@ -168,6 +168,8 @@ struct Tuning {
                                 // any work and any size of B (rows of C past 256 bytes: up to 32 rows)
     int64_t dots_rows_max_m;    // x @ W.T up to this many rows as dot products from k = 128 (k at least a quarter of
                                 // W's rows, W within half of L3; 0: up to 4 rows only)
+    int64_t few_row_groups_max_m;  // past few_rows_max_m, up to this many rows few_rows streams B once per group of at
+                                   // most kFewRowsMaxM rows, when those streams fit L3 (0: never)
 };
 
 // Low-precision inputs (S = bfloat16_t or float16_t) on the float32 kernels: packers that

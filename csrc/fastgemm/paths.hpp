@@ -204,6 +204,18 @@ inline bool few_rows_fit(int64_t max_m, int64_t m, int64_t b_cs, int64_t c_cs) {
     return m >= 2 && m <= max_m && b_cs == 1 && c_cs == 1;
 }
 
+// Whether the few-row kernels take a product of m rows past few_rows_max_m (n, k >= 1): up to
+// tuning.few_row_groups_max_m rows, B's and C's rows contiguous, with B streamed once per group
+// of at most kFewRowsMaxM rows (few_rows_split) within L3. On Zen 4 that beat packing B for
+// 7-30 rows (1.1-1.7x), and lost where the streams left L3 (16 x 1400 x 1400 float64 0.90x) or
+// past 30 rows with A by columns (32 x 512 x 512 float64 0.98x); see docs/DESIGN.md, "Few rows".
+inline bool few_row_groups_fit(const Tuning& t, int64_t m, int64_t n, int64_t k, int64_t elem_bytes, int64_t b_cs,
+                               int64_t c_cs) {
+    if (!few_rows_fit(t.few_row_groups_max_m, m, b_cs, c_cs)) return false;
+    const double groups = double(ceil_div(m, int64_t(kFewRowsMaxM)));
+    return groups * double(n) * double(k) * double(elem_bytes) <= double(caches().l3.size);
+}
+
 // Products with at most kDotsMaxSide rows or columns of C as dot products of rows along k:
 // x @ W.T with few rows of x (B's columns contiguous along k) from kDotsFewRowsMinKBytes of k,
 // or a narrow C (n <= 4: C^T = B^T A^T, A's rows streamed once against B's few columns) from
