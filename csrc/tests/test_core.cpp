@@ -402,12 +402,13 @@ void gemv_tail(const fastgemm::KernelSet& ks) {
 
 // copy_columns: every element of a B stored by columns lands at its row-major place, and
 // nothing between the rows (ld > n) or past the last one is written; k and n around the
-// vector width and its square (the register transposes' blocks and both tails).
+// vector width and its square (the register transposes' blocks and both tails, the last rows
+// from half a vector transposed too).
 template <typename T>
 void copy_columns(const fastgemm::KernelSet& ks) {
     const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
     const int64_t w = uk.lanes;
-    for (int64_t k : {int64_t(1), w - 1, w, w + 1, 3 * w + 2})
+    for (int64_t k : {int64_t(1), w / 2 - 1, w / 2, w - 1, w, w + 1, w + w / 2, 3 * w + 2})
         for (int64_t n : {int64_t(1), w - 1, w, 2 * w + 3}) {
             if (k < 1 || n < 1) continue;
             const int64_t csb = k + 3, ld = n + 5;

@@ -214,10 +214,11 @@ void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t
 }
 
 // A rows x cols matrix stored by columns (cs apart, each contiguous) copied row-major into dst
-// (rows ld apart): W x W blocks through register transposes where V has them, else W columns
-// at a time, so only W of its lines are live whatever cs (64 columns at a time, 1 KiB apart,
-// fell into 4 of L1's sets and missed on every element); the last cols % W columns likewise,
-// the missing ones zero and the stores masked.
+// (rows ld apart): W x W blocks through register transposes where V has them (the last rows
+// % W rows too, from half a vector, through masked loads), else W columns at a time, so only W
+// of its lines are live whatever cs (64 columns at a time, 1 KiB apart, fell into 4 of L1's
+// sets and missed on every element); the last cols % W columns likewise, the missing ones zero
+// and the stores masked.
 template <typename V>
 void copy_columns(int64_t rows, int64_t cols, const typename V::T* src, int64_t cs, typename V::T* dst, int64_t ld) {
     constexpr int W = V::W;
@@ -238,6 +239,18 @@ void copy_columns(int64_t rows, int64_t cols, const typename V::T* src, int64_t 
                 V::transpose(r);
 #pragma GCC unroll 16
                 for (int q = 0; q < W; ++q) V::storeu(dst + (i + q) * ld + j, r[q]);
+            }
+        // The last rows % W rows, from half a vector: masked loads and the transpose, where
+        // element by element was 41% of 13 x 557 x 12 float32 with both operands by columns.
+        if constexpr (has_transpose<V>)
+            if (2 * (rows - i) >= W) {
+                const typename V::mask mr = V::lanes(int(rows - i));
+                typename V::reg r[W];
+#pragma GCC unroll 16
+                for (int q = 0; q < W; ++q) r[q] = V::maskz_loadu(mr, src + (j + q) * cs + i);
+                V::transpose(r);
+                for (int q = 0; q < rows - i; ++q) V::storeu(dst + (i + q) * ld + j, r[q]);
+                i = rows;
             }
         for (; i < rows; ++i)
 #pragma GCC unroll 16
