@@ -189,7 +189,7 @@ void run_small_copied(const KernelTable<T>& uk, int threads, T alpha, const Smal
 // A small product whose B, read in place, crowds L1 (b_rows_crowd would not copy it: too few
 // rows of C, or B past a quarter of L2), for more than two 4-row groups: the small kernels take
 // B a chunk of columns at a time, copied with its rows an odd number of lines apart into the
-// thread's chunk (a quarter of L1, at most half of a kFewRowsChunkBytes buffer), so each line of
+// thread's chunk (half of L1, at most half of a kFewRowsChunkBytes buffer), so each line of
 // B is read once and its rereads hit L1; see docs/DESIGN.md, "Small products". Threads take
 // whole chunks; each element is computed as in place. The chunk of one line a row, plus the
 // padding line of a wider one, must fit the buffer whatever L1's size: k <= 512 lines.
@@ -203,7 +203,7 @@ template <typename T>
 void run_small_chunks(const KernelTable<T>& uk, int threads, T alpha, const SmallProduct<T>& sp, T beta) {
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.b.rows;
     constexpr int64_t line = 64 / int64_t(sizeof(T));
-    const int64_t budget = std::min<int64_t>(int64_t(caches().l1d.size) / 4, kFewRowsChunkBytes / 2);
+    const int64_t budget = std::min<int64_t>(int64_t(caches().l1d.size) / 2, kFewRowsChunkBytes / 2);
     const int64_t width = std::max(line, budget / (k * int64_t(sizeof(T))) / line * line);
     const int64_t ld = (width / line | 1) * line;
     char* chunks = static_cast<char*>(thread_gemv_chunks(threads, kFewRowsChunkBytes));
