@@ -263,6 +263,27 @@ def test_vector_item_stacks_nan_inf(kernel, dtype):
     assert np.array_equal(got[np.isinf(want)], want[np.isinf(want)].astype(dtype))
 
 
+# Products whose B rows crowd L1 sets (512- or 1024-byte rows) with 9-30 rows go to the few-row
+# kernels alone (B streamed once per group of rows) and to the small kernels as stack items, and
+# 7 x 1024 x 100 to the few-row kernels both ways: each item equals its single product bit for
+# bit, with alpha and beta too (both sum over k in order from zero and finish alike).
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(12, 128, 128), (20, 64, 64), (30, 128, 128), (9, 4096, 16), (7, 1024, 100)])
+@pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (-1.5, 0.5), (1.0, -2.0)])
+def test_stack_items_equal_few_row_products(kernel, shape, dtype, alpha, beta):
+    m, n, k = shape
+    rng = np.random.default_rng(m + n + k)
+    a, b = _rand(rng, (3, m, k), dtype), _rand(rng, (3, k, n), dtype)
+    c0 = _rand(rng, (3, m, n), dtype)
+    c = c0.copy()
+    BATCHED[np.dtype(dtype)](a, b, c, alpha, beta)
+    _check_stack(c, a, b, alpha, beta, c0)
+    for i in range(3):
+        one = c0[i].copy()
+        fastgemm.gemm(a[i], b[i], one, alpha=alpha, beta=beta)
+        assert np.array_equal(c[i], one), f"item {i}"
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", (2, 3, 8, 16, 20))
 @pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (-0.5, 1.0), (2.0, -3.0), (0.0, 2.0), (1.5, 0.0)])

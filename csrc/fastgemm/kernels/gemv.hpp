@@ -100,7 +100,8 @@ void stream_rows_pass(int64_t full, int64_t len, const L& tail, const typename L
 // rows contiguous and streamed once, never packed: partial sums of M rows x as much of B's row
 // as fits chunk_bytes, in `chunk` (the calling thread's, with room for chunk_row_stride's
 // padding), are updated stream_rows_step rows of B at a time. A and B are read through L
-// (stored as L::S). Per element the sum runs over p in order.
+// (stored as L::S). Per element the sum runs over p in order, from zero, and finishes as the
+// small kernels' (alpha * sum, then fma with beta * C): the same bits as theirs.
 template <typename V, int M, typename L = DirectLoad<V>>
 void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename L::S* a, int64_t rsa, int64_t csa,
                  const typename L::S* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
@@ -130,7 +131,8 @@ void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename L::S*
         for (int i = 0; i < M; ++i) {
             T* ci = c + i * rsc + j0;
             const T* ti = chunk + i * ld;
-            for (int64_t j = 0; j < len; ++j) ci[j] = beta == T(0) ? alpha * ti[j] : alpha * ti[j] + beta * ci[j];
+            for (int64_t j = 0; j < len; ++j)
+                ci[j] = beta == T(0) ? alpha * ti[j] : std::fma(beta, ci[j], alpha * ti[j]);
         }
     }
 }
