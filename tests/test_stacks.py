@@ -268,7 +268,7 @@ def test_vector_item_stacks_nan_inf(kernel, dtype):
 # 7 x 1024 x 100 to the few-row kernels both ways: each item equals its single product bit for
 # bit, with alpha and beta too (both sum over k in order from zero and finish alike).
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(12, 128, 128), (20, 64, 64), (30, 128, 128), (9, 4096, 16), (7, 1024, 100)])
+@pytest.mark.parametrize("shape", [(12, 128, 128), (20, 64, 64), (30, 128, 128), (9, 4096, 32), (7, 1024, 100)])
 @pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (-1.5, 0.5), (1.0, -2.0)])
 def test_stack_items_equal_few_row_products(kernel, shape, dtype, alpha, beta):
     m, n, k = shape
