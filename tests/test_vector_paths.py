@@ -145,20 +145,11 @@ def test_few_rows_b_in_place(kernel, dtype, shape, b_offset, beta):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", STREAMED_SHAPES)
+@pytest.mark.parametrize("shape", STREAMED_SHAPES + FEW_ROW_GROUP_SHAPES)
 @pytest.mark.parametrize("trans_a", [False, True])
 @pytest.mark.parametrize("b_offset", [0, 3])
 @pytest.mark.parametrize("beta", [0.0, 0.5])
 def test_few_rows_streamed(kernel, dtype, shape, trans_a, b_offset, beta):
-    _check(kernel, dtype, shape, trans_a, False, beta, b_offset)
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", FEW_ROW_GROUP_SHAPES)
-@pytest.mark.parametrize("trans_a", [False, True])
-@pytest.mark.parametrize("b_offset", [0, 3])
-@pytest.mark.parametrize("beta", [0.0, 0.5])
-def test_few_row_groups(kernel, dtype, shape, trans_a, b_offset, beta):
     _check(kernel, dtype, shape, trans_a, False, beta, b_offset)
 
 
