@@ -332,14 +332,14 @@ void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const type
 #pragma GCC unroll 4
     for (int v = 0; v < PV; ++v) mk[v] = V::lanes(int(n - j - v * W));
     // A last panel of whole vectors (a B chunk of run_small_chunks, 16 or 48 columns of
-    // float64) goes without masks, as the full panels do.
+    // float64) goes without masks, as the full panels do (FULL: mk unread).
     auto panel = [&](auto nv) {
-        if ((n - j) % W == 0)
-            small_panel<V, decltype(nv)::value, 0, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc,
-                                                         nullptr, sums.at(0, j), next);
-        else
-            small_panel<V, decltype(nv)::value, 0, false>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, mk,
-                                                          sums.at(0, j), next);
+        auto run = [&](auto full) {
+            small_panel<V, decltype(nv)::value, 0, decltype(full)::value>(m, k, alpha, a, rsa, csa, b + j, rsb, beta,
+                                                                          c + j, rsc, mk, sums.at(0, j), next);
+        };
+        if ((n - j) % W == 0) run(std::true_type{});
+        else run(std::false_type{});
     };
     switch ((n - j + W - 1) / W) {
         case 1: return panel(std::integral_constant<int, 1>{});
