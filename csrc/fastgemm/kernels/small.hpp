@@ -437,16 +437,20 @@ void square_tiny(typename V::T alpha, const typename V::T* a, int64_t rsa, int64
 }
 
 // Whether a stack's items get the next item's lines prefetched: from kStackAheadBytes of A, B
-// and C, and then only when B is wider than one panel of PanelCols columns or k reaches
-// kStackAheadMinK. Smaller items lost to the extra instructions (float64 3000 x 12^3) or gained
-// nothing (float32 32^3); one panel over a short k reads its rows as a few sequential streams
-// the hardware follows, and prefetching cost float64 20^3-28^3 and 12 x 24 x 24 items 10-35%.
-// See docs/DESIGN.md, "Small products".
+// and C, and then only when B is wider than one panel of PanelCols columns, or k reaches
+// kStackAheadMinK and a row of B spans 3 lines or a row of A more than 4. Smaller items lost to
+// the extra instructions (float64 3000 x 12^3) or gained nothing; one panel over a short k reads
+// its rows as a few sequential streams the hardware follows, and prefetching cost float64
+// 20^3-28^3 and 12 x 24 x 24 items 10-35%, float32 items with B rows of 1-2 lines 4-20% and
+// float64 16 x 16 x 32 10%. See docs/DESIGN.md, "Small products".
 constexpr int64_t kStackAheadBytes = 8 * 1024;
 constexpr int64_t kStackAheadMinK = 32;
+constexpr int64_t kStackAheadRowB = 192, kStackAheadRowA = 256;
 template <int PanelCols, typename T>
 constexpr bool stack_ahead(int64_t m, int64_t n, int64_t k) {
-    return (m * k + k * n + m * n) * int64_t(sizeof(T)) >= kStackAheadBytes && (n > PanelCols || k >= kStackAheadMinK);
+    constexpr int64_t size = int64_t(sizeof(T));
+    return (m * k + k * n + m * n) * size >= kStackAheadBytes &&
+           (n > PanelCols || (k >= kStackAheadMinK && (n * size >= kStackAheadRowB || k * size > kStackAheadRowA)));
 }
 
 // The bytes a run's items span: A, B and C of every item, an operand broadcast over the run
