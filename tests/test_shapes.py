@@ -53,6 +53,10 @@ def edge_shapes(kernel, dtype):
     for n in (5, 20, 256 // size, 512 // size):
         depth, past = 16384 // (n * size), 262144 // (n * size)
         shapes |= {(13, n, past + 1), (depth + 5, n, past + depth - 1)}
+    # B past two L1s whose 256-byte column panel over all of k fits half of L1 (k <= 64 with a
+    # 32 KiB L1d) goes to the small kernels for up to 128 rows (gemm.cpp, b_panel_in_l1): on
+    # either side of both bounds.
+    shapes |= {(13, 2003, 17), (128, 1500, 33), (129, 1500, 33), (40, 1100, 64), (40, 1100, 65)}
     return sorted(s for s in shapes if min(s) >= 0)
 
 

@@ -439,6 +439,15 @@ bool b_reread_pays(const Tuning& t, int64_t m, int64_t n, int64_t k, int64_t ele
     return m <= 48 && n * elem_bytes % 64 != 0;
 }
 
+// Nor does B's size matter where one column panel of it over all of k fits half of L1: the
+// small kernels sweep C a panel at a time down all the rows, so each panel comes from L2 once,
+// as packing would read it. Up to kPanelInL1MaxM rows (float64 12 x 2000 x 16 1.28x the packed
+// path, 69 x 1568 x 30 1.06x; past 400 rows the packed path won, 571 x 2545 x 14 by 1.45x).
+constexpr int64_t kPanelInL1MaxM = 128;
+bool b_panel_in_l1(int64_t m, int64_t k) {
+    return m <= kPanelInL1MaxM && 2 * k * kSmallPanelBytes <= caches().l1d.size;
+}
+
 }  // namespace
 
 bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t elem_bytes) {
@@ -459,7 +468,7 @@ bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t e
     // B counted in float32-sized elements: a float64 B of twice the bytes still won (128^3).
     const bool b_near = t.small_max_b_l1s == 0 ||
                         4.0 * double(n) * double(k) <= double(t.small_max_b_l1s) * double(caches().l1d.size) ||
-                        b_reread_pays(t, m, n, k, elem_bytes);
+                        b_panel_in_l1(m, k) || b_reread_pays(t, m, n, k, elem_bytes);
     return (narrow ||
             (double(m) * double(n) * double(k) * double(elem_bytes) <= 4.0 * double(t.small_max_work) && b_near)) &&
            b_bytes <= double(caches().l2.size);
