@@ -10,7 +10,8 @@ from gemm_check import DTYPES, GEMM, Placed, assert_matches, on_threads, random_
 
 # (m, n, k): one-row, one-column, vectors longer than one partial-sum chunk, primes, one row
 # against a matrix past kStreamDeepBytes (16 MiB as float32; 8 rows of it a pass, then 4, then
-# 1), and dots of k <= 8 (short_dots: rows back to back, a partial last group of outputs).
+# 1), dots of k <= 8 (short_dots: rows back to back, a partial last group of outputs), and
+# narrow outputs.
 VECTOR_SHAPES = [
     (1, 1, 1),
     (1, 1, 333),
@@ -30,6 +31,15 @@ VECTOR_SHAPES = [
     (53, 1, 8),
     (1, 17, 2),
     (1, 40, 7),
+    # y of up to 4 vectors with its sums in registers (gemv_rows without a chunk): around half a
+    # vector, one and four vectors of 4-16 lanes, k past and short of whole rounds of 8 chains.
+    (1, 4, 1003),
+    (1, 9, 1001),
+    (1, 33, 1009),
+    (1, 64, 1007),
+    (1, 65, 999),
+    (8, 1, 2979),
+    (3, 1, 5001),
 ]
 # Few rows with B wide enough to be read in place, around the skinny/main and in-place limits.
 # Products small enough to skip packing: row counts around the 4-row groups, widths around

@@ -13,6 +13,10 @@ namespace fastgemm {
 constexpr int kMaxMR = 16;
 // Bytes of the partial-sum chunk gemv_rows works in; see docs/DESIGN.md, "Matrix-vector chunk".
 constexpr int64_t kGemvChunkBytes = 16384;
+// Up to this many vectors of y gemv_rows keeps its sums in registers when given no chunk, in
+// another order than the chunk's (kernels/gemv.hpp, gemv_rows_narrow); see paths.hpp,
+// gemv_narrow.
+constexpr int kGemvNarrowVectors = 4;
 // Most rows of C few_rows takes, and the bytes of its partial sums: whole 4096-element float32
 // rows of B for 4 rows of C, held in L2; see docs/DESIGN.md, "Few rows".
 constexpr int kFewRowsMaxM = 6;
@@ -86,7 +90,7 @@ struct KernelTable {
     // y[j] = alpha * sum_p x[p*incx] * M[p*ldm + j] + beta * y[j], j < n, y contiguous:
     // M's rows are contiguous and streamed one after another. `chunk`: kGemvChunkBytes of
     // 64-byte aligned memory owned by the calling thread (off the stack: OpenMP workers may
-    // have small ones).
+    // have small ones); null for n up to kGemvNarrowVectors vectors: the sums in registers.
     void (*gemv_rows)(int64_t n, int64_t k, T alpha, const T* x, int64_t incx, const T* mat, int64_t ldm, T beta, T* y,
                       T* chunk);
     // y[j*incy] = alpha * sum_p x[p] * M[j*ldm + p] + beta * y[j*incy], j < n, x contiguous:

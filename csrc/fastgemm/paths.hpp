@@ -164,8 +164,19 @@ bool gemv_form(View<const SA> a, View<const SB> b, View<T> c, GemvForm& f) {
     return true;
 }
 
+// Whether the rows form of f keeps its sums in registers (gemv_rows without a chunk): a float
+// table's y within kGemvNarrowVectors vectors. Their order differs from the chunk's, so this is
+// decided on the whole y (a thread's piece of a wider one could be narrow) and such a product
+// runs on one thread.
+template <typename Tab>
+bool gemv_narrow(const Tab& uk, const GemvForm& f) {
+    if constexpr (std::is_same_v<Tab, KernelTable<float>> || std::is_same_v<Tab, KernelTable<double>>)
+        return f.rows && f.len <= kGemvNarrowVectors * uk.lanes;
+    else return false;
+}
+
 // Outputs [lo, hi) of one matrix-vector product in form f on the calling thread (`chunk`: its
-// gemv_rows chunk, unused by the dots form). Tab: as for try_gemv.
+// gemv_rows chunk, null where gemv_narrow, unused by the dots form). Tab: as for try_gemv.
 template <typename Tab, typename S, typename T>
 void gemv_range(const Tab& uk, const GemvForm& f, int64_t k, T alpha, const S* x, const S* mat, T beta, T* y,
                 int64_t lo, int64_t hi, T* chunk) {
@@ -183,10 +194,11 @@ template <typename Tab, typename S, typename T, typename Finish>
 bool try_gemv(const Tab& uk, T alpha, View<const S> a, View<const S> b, T beta, View<T> c, Finish finish) {
     GemvForm f;
     if (!gemv_form(a, b, c, f)) return false;
-    const int threads = threads_for(c.rows, c.cols, a.cols);
+    const bool narrow = gemv_narrow(uk, f);
+    const int threads = narrow ? 1 : threads_for(c.rows, c.cols, a.cols);
     const S* x = f.x_from_a ? a.data : b.data;
     const S* mat = f.x_from_a ? b.data : a.data;
-    T* chunks = f.rows ? static_cast<T*>(thread_gemv_chunks(threads, kGemvChunkBytes)) : nullptr;
+    T* chunks = f.rows && !narrow ? static_cast<T*>(thread_gemv_chunks(threads, kGemvChunkBytes)) : nullptr;
     // Outputs split over threads in whole cache lines; each output's sum is the same on any
     // split, so the result does not depend on the thread count.
     parallel_ranges(threads, f.len, 64 / int64_t(sizeof(T)), [&](int tid, int64_t lo, int64_t hi) {

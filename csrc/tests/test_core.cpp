@@ -375,28 +375,37 @@ void overlap_rule() {
 
 // gemv_rows must not compute on chunk lanes past the row length: a chunk full of signalling
 // NaNs (what a reused stack could hold) must raise no FE_INVALID and leave the result exact.
+// Without a chunk (y within kGemvNarrowVectors vectors, the sums in registers): exact too, no
+// FE_INVALID from the masked lanes, nothing written past y.
 template <typename T>
 void gemv_tail(const fastgemm::KernelSet& ks) {
     const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
     const int64_t elems = fastgemm::kGemvChunkBytes / int64_t(sizeof(T));
+    const int64_t narrow = fastgemm::kGemvNarrowVectors * uk.lanes;
     T* chunk = static_cast<T*>(std::aligned_alloc(64, size_t(fastgemm::kGemvChunkBytes)));
-    for (int64_t n : {int64_t(1), int64_t(3), int64_t(257), elems - 1, elems + 5}) {
-        const int64_t k = 9;
-        std::vector<T> x(static_cast<size_t>(k)), mat(static_cast<size_t>(k * n)), y(static_cast<size_t>(n), T(7));
-        for (int64_t p = 0; p < k; ++p) x[size_t(p)] = T(p + 1);
-        for (int64_t e = 0; e < k * n; ++e) mat[size_t(e)] = T(e % 5);
-        for (int64_t e = 0; e < elems; ++e) chunk[e] = std::numeric_limits<T>::signaling_NaN();
-        std::feclearexcept(FE_ALL_EXCEPT);
-        uk.gemv_rows(n, k, T(1), x.data(), 1, mat.data(), n, T(0), y.data(), chunk);
-        bool ok = !std::fetestexcept(FE_INVALID);
-        for (int64_t j = 0; j < n && ok; ++j) {
-            T want = 0;
-            for (int64_t p = 0; p < k; ++p) want += x[size_t(p)] * mat[size_t(p * n + j)];
-            ok = y[size_t(j)] == want;
+    for (int64_t n : {int64_t(1), int64_t(3), int64_t(uk.lanes / 2 + 1), int64_t(uk.lanes + 1), narrow, int64_t(257),
+                      elems - 1, elems + 5})
+        for (bool in_chunk : {true, false}) {
+            if (!in_chunk && n > narrow) continue;
+            const int64_t k = 9;
+            std::vector<T> x(static_cast<size_t>(k)), mat(static_cast<size_t>(k * n));
+            std::vector<T> y(static_cast<size_t>(n + 16), T(7));
+            for (int64_t p = 0; p < k; ++p) x[size_t(p)] = T(p + 1);
+            for (int64_t e = 0; e < k * n; ++e) mat[size_t(e)] = T(e % 5);
+            for (int64_t e = 0; e < elems; ++e) chunk[e] = std::numeric_limits<T>::signaling_NaN();
+            std::feclearexcept(FE_ALL_EXCEPT);
+            uk.gemv_rows(n, k, T(1), x.data(), 1, mat.data(), n, T(0), y.data(), in_chunk ? chunk : nullptr);
+            bool ok = !std::fetestexcept(FE_INVALID);
+            for (int64_t j = 0; j < n && ok; ++j) {
+                T want = 0;
+                for (int64_t p = 0; p < k; ++p) want += x[size_t(p)] * mat[size_t(p * n + j)];
+                ok = y[size_t(j)] == want;
+            }
+            for (int64_t j = n; j < n + 16 && ok; ++j) ok = y[size_t(j)] == T(7);
+            report(ok, std::string(ks.name) + " " + type_name<T>() + " gemv_rows n=" + std::to_string(n) +
+                           (in_chunk ? ": no FE_INVALID from the chunk's tail" : " in registers: no FE_INVALID") +
+                           ", exact result, nothing past y");
         }
-        report(ok, std::string(ks.name) + " " + type_name<T>() + " gemv_rows n=" + std::to_string(n) +
-                       ": no FE_INVALID from the chunk's tail, exact result");
-    }
     std::free(chunk);
 }
 

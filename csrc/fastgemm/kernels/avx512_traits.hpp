@@ -15,7 +15,7 @@ namespace {
 
 // float32 in 256-bit registers with AVX-512VL masks: the vector width of 8-wide products (a
 // stack of 8^3 items), where 16 lanes would leave half of every vector empty. Only what the
-// small kernels use.
+// small and narrow matrix-vector kernels use.
 struct Avx512YmmF32 {
     using T = float;
     using reg = __m256;
@@ -30,10 +30,11 @@ struct Avx512YmmF32 {
     static void mask_storeu(T* p, mask m, reg r) { _mm256_mask_storeu_ps(p, m, r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
+    static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
 };
 
-// float64 in 256-bit registers with AVX-512VL masks: Avx512F64's half (kernels/small.hpp,
-// HalfOf). Only what the small kernels use.
+// float64 in 256-bit registers with AVX-512VL masks: Avx512F64's half (kernels/gemv.hpp,
+// HalfOf). Only what the small and narrow matrix-vector kernels use.
 struct Avx512YmmF64 {
     using T = double;
     using reg = __m256d;
@@ -48,6 +49,7 @@ struct Avx512YmmF64 {
     static void mask_storeu(T* p, mask m, reg r) { _mm256_mask_storeu_pd(p, m, r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_pd(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_pd(a, b); }
+    static reg add(reg a, reg b) { return _mm256_add_pd(a, b); }
 };
 
 struct Avx512F32 {

@@ -195,22 +195,6 @@ inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typenam
     }
 }
 
-// Any m x n x k in one pass over k: panels of PV vectors (PV is per ISA: a row group of
-// small_panel x PV vectors of accumulators, plus the PV B vectors, must fit the register
-// file), the last one as narrow as it can be.
-// The vector traits for products half as wide as V's vectors: V::half where the ISA has one
-// (AVX-512: its 256-bit registers), else V itself.
-template <typename V, typename = void>
-struct HalfOf {
-    using type = V;
-};
-template <typename V>
-struct HalfOf<V, std::void_t<typename V::half>> {
-    using type = typename V::half;
-};
-template <typename V>
-constexpr bool has_half = !std::is_same_v<typename HalfOf<V>::type, V>;
-
 // Whether `cols` columns end in a part of a vector that half_tail runs in half-width registers.
 template <typename V>
 constexpr bool half_part(int64_t cols) {
@@ -311,6 +295,9 @@ void short_k(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typenam
     });
 }
 
+// Any m x n x k in one pass over k: panels of PV vectors (PV is per ISA: a row group of
+// small_panel x PV vectors of accumulators, plus the PV B vectors, must fit the register
+// file), the last one as narrow as it can be.
 template <typename V, int PV>
 void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                 const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
