@@ -69,6 +69,14 @@ SMALL_SHAPES = [
     (700, 10, 1000),
     (1500, 20, 300),
     (301, 21, 1000),
+    # A by columns with 2-6 columns: C^T's rows of up to 4 vectors held in registers
+    # (stream_rows_narrow): around half a vector, one and four vectors.
+    (4, 2, 2001),
+    (9, 3, 300),
+    (17, 5, 100),
+    (33, 4, 64),
+    (64, 2, 50),
+    (65, 3, 40),
 ]
 FEW_ROW_SHAPES = [
     (2, 700, 33),

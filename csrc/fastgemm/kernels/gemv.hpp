@@ -109,6 +109,55 @@ void stream_rows_pass(int64_t full, int64_t len, const L& tail, const typename L
     }
 }
 
+// The vectors of a row of C that stream_rows keeps in registers instead of the chunk: M x NV
+// sums, NV row vectors and a broadcast within the register file, at most kGemvNarrowVectors.
+template <typename V, int M>
+constexpr int stream_narrow_nv =
+    (vector_regs<V> - 3) / (M + 1) < kGemvNarrowVectors ? (vector_regs<V> - 3) / (M + 1) : kGemvNarrowVectors;
+
+// stream_rows for n <= NV vectors: the M x NV sums in registers over all of k, each summed over
+// p in order from zero and finished as stream_rows finishes, so the same bits; without the
+// chunk's store and load every pass (2-6 columns of x.T @ w over 4-32 rows: C^T's rows
+// streamed, every pass a round trip for one or two vectors).
+template <typename V, int M, int NV>
+void stream_rows_narrow(int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+                        const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
+    using T = typename V::T;
+    using R = typename V::reg;
+    constexpr int W = V::W;
+    const typename V::mask last = V::lanes(int(n - (NV - 1) * W));
+    R acc[M][NV];
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
+    for (int64_t p = 0; p < k; ++p) {
+        const T* r = b + p * rsb;
+        R bv[NV];
+#pragma GCC unroll 4
+        for (int j = 0; j + 1 < NV; ++j) bv[j] = V::loadu(r + j * W);
+        bv[NV - 1] = V::maskz_loadu(last, r + (NV - 1) * W);
+#pragma GCC unroll 8
+        for (int i = 0; i < M; ++i) {
+            const R av = V::set1(a[i * rsa + p * csa]);
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; ++j) acc[i][j] = V::fmadd(av, bv[j], acc[i][j]);
+        }
+    }
+    const R va = V::set1(alpha), vb = V::set1(beta);
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) {
+            T* cj = c + i * rsc + j * W;
+            const typename V::mask mk = j + 1 < NV ? V::lanes(W) : last;
+            R out = V::mul(acc[i][j], va);
+            if (beta != T(0)) out = V::fmadd(vb, V::maskz_loadu(mk, cj), out);
+            if (j + 1 < NV) V::storeu(cj, out);
+            else V::mask_storeu(cj, mk, out);
+        }
+}
+
 // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j] for M rows of C, j < n, with B's
 // rows contiguous and streamed once, never packed: partial sums of M rows x as much of B's row
 // as fits chunk_bytes, in `chunk` (the calling thread's, with room for chunk_row_stride's
@@ -121,6 +170,17 @@ void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename L::S*
                  typename V::T* chunk, int64_t chunk_bytes) {
     using T = typename V::T;
     constexpr int W = V::W, P = stream_rows_step<M, vector_regs<V>>, PD = stream_rows_deep_step<M, vector_regs<V>>;
+    if constexpr (std::is_same_v<L, DirectLoad<V>>) {
+        if constexpr (has_half<V>)
+            if (n <= HalfOf<V>::type::W)
+                return stream_rows_narrow<typename HalfOf<V>::type, M, 1>(n, k, alpha, a, rsa, csa, b, rsb, beta, c,
+                                                                          rsc);
+        constexpr int NV = stream_narrow_nv<V, M>;
+        if (n <= NV * W)
+            return with_rows<NV>((n + W - 1) / W, [&](auto nv) {
+                stream_rows_narrow<V, M, nv()>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
+            });
+    }
     const bool deep = PD != P && k * n * int64_t(sizeof(typename L::S)) >= kStreamDeepBytes;
     const int64_t tl = chunk_bytes / int64_t(sizeof(T)) / M / W * W;  // partial sums per row of C
     const int64_t ld = chunk_row_stride<M>(tl * int64_t(sizeof(T))) / int64_t(sizeof(T));
