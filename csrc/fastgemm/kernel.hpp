@@ -14,8 +14,8 @@ constexpr int kMaxMR = 16;
 // Bytes of the partial-sum chunk gemv_rows works in; see docs/DESIGN.md, "Matrix-vector chunk".
 constexpr int64_t kGemvChunkBytes = 16384;
 // Up to this many vectors of y gemv_rows keeps its sums in registers when given no chunk, in
-// another order than the chunk's (kernels/gemv.hpp, gemv_rows_narrow); see paths.hpp,
-// gemv_narrow.
+// another order than the chunk's (kernels/gemv.hpp, gemv_rows_narrow; paths.hpp, gemv_narrow);
+// and stream_rows its rows of C, in the chunk's order (stream_narrow_nv).
 constexpr int kGemvNarrowVectors = 4;
 // Most rows of C few_rows takes, and the bytes of its partial sums: whole 4096-element float32
 // rows of B for 4 rows of C, held in L2; see docs/DESIGN.md, "Few rows".

@@ -115,6 +115,23 @@ template <typename V, int M>
 constexpr int stream_narrow_nv =
     (vector_regs<V> - 3) / (M + 1) < kGemvNarrowVectors ? (vector_regs<V> - 3) / (M + 1) : kGemvNarrowVectors;
 
+// NV vectors of a row of C from their sums: alpha * sum, then fma with beta * C (not read for
+// beta 0), the last vector through `last`; as stream_rows finishes its rows.
+template <typename V, int NV>
+[[gnu::always_inline]] inline void finish_narrow(const typename V::reg (&sums)[NV], typename V::T alpha,
+                                                 typename V::T beta, typename V::T* c, typename V::mask last) {
+    using R = typename V::reg;
+    const R va = V::set1(alpha), vb = V::set1(beta);
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+        const typename V::mask mk = j + 1 < NV ? V::lanes(V::W) : last;
+        R out = V::mul(sums[j], va);
+        if (beta != typename V::T(0)) out = V::fmadd(vb, V::maskz_loadu(mk, c + j * V::W), out);
+        if (j + 1 < NV) V::storeu(c + j * V::W, out);
+        else V::mask_storeu(c + j * V::W, mk, out);
+    }
+}
+
 // stream_rows for n <= NV vectors: the M x NV sums in registers over all of k, each summed over
 // p in order from zero and finished as stream_rows finishes, so the same bits; without the
 // chunk's store and load every pass (2-6 columns of x.T @ w over 4-32 rows: C^T's rows
@@ -144,18 +161,8 @@ void stream_rows_narrow(int64_t n, int64_t k, typename V::T alpha, const typenam
             for (int j = 0; j < NV; ++j) acc[i][j] = V::fmadd(av, bv[j], acc[i][j]);
         }
     }
-    const R va = V::set1(alpha), vb = V::set1(beta);
 #pragma GCC unroll 8
-    for (int i = 0; i < M; ++i)
-#pragma GCC unroll 4
-        for (int j = 0; j < NV; ++j) {
-            T* cj = c + i * rsc + j * W;
-            const typename V::mask mk = j + 1 < NV ? V::lanes(W) : last;
-            R out = V::mul(acc[i][j], va);
-            if (beta != T(0)) out = V::fmadd(vb, V::maskz_loadu(mk, cj), out);
-            if (j + 1 < NV) V::storeu(cj, out);
-            else V::mask_storeu(cj, mk, out);
-        }
+    for (int i = 0; i < M; ++i) finish_narrow<V, NV>(acc[i], alpha, beta, c + i * rsc, last);
 }
 
 // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j] for M rows of C, j < n, with B's
@@ -228,7 +235,6 @@ template <typename V, int NV, int U>
 template <typename V, int NV>
 void gemv_rows_narrow(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x, int64_t incx,
                       const typename V::T* mat, int64_t ldm, typename V::T beta, typename V::T* y) {
-    using T = typename V::T;
     using R = typename V::reg;
     constexpr int W = V::W, U = NV == 1 ? 8 : NV == 2 ? 4 : 2;
     const typename V::mask last = V::lanes(int(n - (NV - 1) * W));
@@ -257,15 +263,7 @@ void gemv_rows_narrow(int64_t n, int64_t k, typename V::T alpha, const typename 
     if constexpr (U > 4)
 #pragma GCC unroll 4
         for (int j = 0; j < NV; ++j) acc[0][j] = V::add(acc[0][j], acc[4][j]);
-    const R va = V::set1(alpha), vb = V::set1(beta);
-#pragma GCC unroll 4
-    for (int j = 0; j < NV; ++j) {
-        const typename V::mask mk = j + 1 < NV ? V::lanes(W) : last;
-        R out = V::mul(acc[0][j], va);
-        if (beta != T(0)) out = V::fmadd(vb, V::maskz_loadu(mk, y + j * W), out);
-        if (j + 1 < NV) V::storeu(y + j * W, out);
-        else V::mask_storeu(y + j * W, mk, out);
-    }
+    finish_narrow<V, NV>(acc[0], alpha, beta, y, last);
 }
 
 // y += sum_p x[p] M[p, :]: stream_rows for one row, in the matrix-vector chunk; without a chunk
