@@ -37,8 +37,7 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
         c, st, m, n, k, per_item, stacked,
         [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {
             if (vectors) {
-                T* chunk = gv.rows && !gemv_narrow(table, gv) ? static_cast<T*>(thread_gemv_chunks(1, kGemvChunkBytes))
-                                                              : nullptr;
+                T* chunk = gemv_chunks<T>(table, gv, 1);
                 for (int64_t i = 0; i < len; ++i, oa += in.a, ob += in.b, oc += in.c)
                     gemv_range(table, gv, k, alpha, gv.x_from_a ? a.data + oa : b.data + ob,
                                gv.x_from_a ? b.data + ob : a.data + oa, beta, c.data + oc, 0, gv.len, chunk);

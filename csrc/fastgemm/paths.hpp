@@ -175,6 +175,13 @@ bool gemv_narrow(const Tab& uk, const GemvForm& f) {
     else return false;
 }
 
+// The gemv_rows chunks of `threads` threads for form f (T: the output's type), null where
+// gemv_narrow or for the dots form.
+template <typename T, typename Tab>
+T* gemv_chunks(const Tab& uk, const GemvForm& f, int threads) {
+    return f.rows && !gemv_narrow(uk, f) ? static_cast<T*>(thread_gemv_chunks(threads, kGemvChunkBytes)) : nullptr;
+}
+
 // Outputs [lo, hi) of one matrix-vector product in form f on the calling thread (`chunk`: its
 // gemv_rows chunk, null where gemv_narrow, unused by the dots form). Tab: as for try_gemv.
 template <typename Tab, typename S, typename T>
@@ -194,11 +201,10 @@ template <typename Tab, typename S, typename T, typename Finish>
 bool try_gemv(const Tab& uk, T alpha, View<const S> a, View<const S> b, T beta, View<T> c, Finish finish) {
     GemvForm f;
     if (!gemv_form(a, b, c, f)) return false;
-    const bool narrow = gemv_narrow(uk, f);
-    const int threads = narrow ? 1 : threads_for(c.rows, c.cols, a.cols);
+    const int threads = gemv_narrow(uk, f) ? 1 : threads_for(c.rows, c.cols, a.cols);
     const S* x = f.x_from_a ? a.data : b.data;
     const S* mat = f.x_from_a ? b.data : a.data;
-    T* chunks = f.rows && !narrow ? static_cast<T*>(thread_gemv_chunks(threads, kGemvChunkBytes)) : nullptr;
+    T* chunks = gemv_chunks<T>(uk, f, threads);
     // Outputs split over threads in whole cache lines; each output's sum is the same on any
     // split, so the result does not depend on the thread count.
     parallel_ranges(threads, f.len, 64 / int64_t(sizeof(T)), [&](int tid, int64_t lo, int64_t hi) {

@@ -115,6 +115,30 @@ template <typename V, int M>
 constexpr int stream_narrow_nv =
     (vector_regs<V> - 3) / (M + 1) < kGemvNarrowVectors ? (vector_regs<V> - 3) / (M + 1) : kGemvNarrowVectors;
 
+// A row's NV vectors, the last through `last` (the narrow kernels' rows of B or M).
+template <typename V, int NV>
+[[gnu::always_inline]] inline void load_narrow(const typename V::T* r, typename V::mask last,
+                                               typename V::reg (&v)[NV]) {
+#pragma GCC unroll 4
+    for (int j = 0; j + 1 < NV; ++j) v[j] = V::loadu(r + j * V::W);
+    v[NV - 1] = V::maskz_loadu(last, r + (NV - 1) * V::W);
+}
+
+// Narrow rows of n elements in registers (the narrow kernels below): f(Tag<X>, nv) with X the
+// traits and nv (a std::integral_constant) the vectors of a row, n <= MaxNV vectors of V; a row
+// within half a vector in HalfOf<V>'s registers (masked 512-bit loads of 3-8 elements took ~3
+// cycles a row on Zen 4).
+template <typename X>
+struct Tag {
+    using type = X;
+};
+template <typename V, int MaxNV, typename F>
+void with_narrow(int64_t n, F f) {
+    if constexpr (has_half<V>)
+        if (n <= HalfOf<V>::type::W) return f(Tag<typename HalfOf<V>::type>{}, std::integral_constant<int, 1>{});
+    with_rows<MaxNV>((n + V::W - 1) / V::W, [&](auto nv) { f(Tag<V>{}, nv); });
+}
+
 // NV vectors of a row of C from their sums: alpha * sum, then fma with beta * C (not read for
 // beta 0), the last vector through `last`; as stream_rows finishes its rows.
 template <typename V, int NV>
@@ -139,7 +163,6 @@ template <typename V, int NV>
 template <typename V, int M, int NV>
 void stream_rows_narrow(int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                         const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
-    using T = typename V::T;
     using R = typename V::reg;
     constexpr int W = V::W;
     const typename V::mask last = V::lanes(int(n - (NV - 1) * W));
@@ -149,11 +172,8 @@ void stream_rows_narrow(int64_t n, int64_t k, typename V::T alpha, const typenam
 #pragma GCC unroll 4
         for (int j = 0; j < NV; ++j) acc[i][j] = V::zero();
     for (int64_t p = 0; p < k; ++p) {
-        const T* r = b + p * rsb;
         R bv[NV];
-#pragma GCC unroll 4
-        for (int j = 0; j + 1 < NV; ++j) bv[j] = V::loadu(r + j * W);
-        bv[NV - 1] = V::maskz_loadu(last, r + (NV - 1) * W);
+        load_narrow<V, NV>(b + p * rsb, last, bv);
 #pragma GCC unroll 8
         for (int i = 0; i < M; ++i) {
             const R av = V::set1(a[i * rsa + p * csa]);
@@ -177,17 +197,12 @@ void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename L::S*
                  typename V::T* chunk, int64_t chunk_bytes) {
     using T = typename V::T;
     constexpr int W = V::W, P = stream_rows_step<M, vector_regs<V>>, PD = stream_rows_deep_step<M, vector_regs<V>>;
-    if constexpr (std::is_same_v<L, DirectLoad<V>>) {
-        if constexpr (has_half<V>)
-            if (n <= HalfOf<V>::type::W)
-                return stream_rows_narrow<typename HalfOf<V>::type, M, 1>(n, k, alpha, a, rsa, csa, b, rsb, beta, c,
+    if constexpr (std::is_same_v<L, DirectLoad<V>>)
+        if (n <= stream_narrow_nv<V, M> * W)
+            return with_narrow<V, stream_narrow_nv<V, M>>(n, [&](auto tag, auto nv) {
+                stream_rows_narrow<typename decltype(tag)::type, M, nv()>(n, k, alpha, a, rsa, csa, b, rsb, beta, c,
                                                                           rsc);
-        constexpr int NV = stream_narrow_nv<V, M>;
-        if (n <= NV * W)
-            return with_rows<NV>((n + W - 1) / W, [&](auto nv) {
-                stream_rows_narrow<V, M, nv()>(n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
             });
-    }
     const bool deep = PD != P && k * n * int64_t(sizeof(typename L::S)) >= kStreamDeepBytes;
     const int64_t tl = chunk_bytes / int64_t(sizeof(T)) / M / W * W;  // partial sums per row of C
     const int64_t ld = chunk_row_stride<M>(tl * int64_t(sizeof(T))) / int64_t(sizeof(T));
@@ -221,11 +236,11 @@ void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename L::S*
 template <typename V, int NV, int U>
 [[gnu::always_inline]] inline void gemv_narrow_step(typename V::reg (&acc)[U][NV], int u, const typename V::T* x,
                                                     const typename V::T* r, typename V::mask last) {
-    constexpr int W = V::W;
     const typename V::reg xv = V::set1(*x);
+    typename V::reg mv[NV];
+    load_narrow<V, NV>(r, last, mv);
 #pragma GCC unroll 4
-    for (int j = 0; j + 1 < NV; ++j) acc[u][j] = V::fmadd(xv, V::loadu(r + j * W), acc[u][j]);
-    acc[u][NV - 1] = V::fmadd(xv, V::maskz_loadu(last, r + (NV - 1) * W), acc[u][NV - 1]);
+    for (int j = 0; j < NV; ++j) acc[u][j] = V::fmadd(xv, mv[j], acc[u][j]);
 }
 
 // y = alpha * sum_p x[p] M[p, :] + beta * y for n <= NV vectors (NV <= kGemvNarrowVectors):
@@ -267,17 +282,13 @@ void gemv_rows_narrow(int64_t n, int64_t k, typename V::T alpha, const typename 
 }
 
 // y += sum_p x[p] M[p, :]: stream_rows for one row, in the matrix-vector chunk; without a chunk
-// (n within kGemvNarrowVectors vectors) in registers, within half a vector in half-width ones
-// (masked 512-bit loads of 3-8 elements took ~3 cycles a row on Zen 4).
+// (n within kGemvNarrowVectors vectors) in registers.
 template <typename V>
 void gemv_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x, int64_t incx,
                const typename V::T* mat, int64_t ldm, typename V::T beta, typename V::T* y, typename V::T* chunk) {
-    if constexpr (has_half<V>)
-        if (!chunk && n <= HalfOf<V>::type::W)
-            return gemv_rows_narrow<typename HalfOf<V>::type, 1>(n, k, alpha, x, incx, mat, ldm, beta, y);
     if (!chunk)
-        return with_rows<kGemvNarrowVectors>((n + V::W - 1) / V::W, [&](auto nv) {
-            gemv_rows_narrow<V, nv()>(n, k, alpha, x, incx, mat, ldm, beta, y);
+        return with_narrow<V, kGemvNarrowVectors>(n, [&](auto tag, auto nv) {
+            gemv_rows_narrow<typename decltype(tag)::type, nv()>(n, k, alpha, x, incx, mat, ldm, beta, y);
         });
     stream_rows<V, 1>(n, k, alpha, x, 0, incx, mat, ldm, beta, y, 0, chunk, kGemvChunkBytes);
 }
