@@ -269,8 +269,8 @@ def test_a_by_columns_read_in_place(kernel, dtype, shape, trans_b, beta):
 # Few rows or few columns of C with operands stored either way (docs/DESIGN.md, "Dot products" and
 # "Few rows"): dot products of rows along k (at most 4 rows from 96 bytes of k, at most 4 columns
 # from k = 128, float32 from k = 48; the short side copied along k when it is not; x @ W.T up to
-# dots_rows_max_m rows with k from a quarter of n, up to the *_dots_max_side settings from k =
-# 512), and a narrow C with A stored by columns through C^T's few rows (2-6 columns, k from 16); k
+# dots_rows_max_m rows with k from a quarter of n, up to the *_dots_l2_max_m settings with W
+# within half of L2 from 1 KiB of k, up to the *_dots_max_side settings from k = 512), and a narrow C with A stored by columns through C^T's few rows (2-6 columns, k from 16); k
 # around the vector widths and both lines, n and m around the dot kernel's 3- and 4-wide blocks
 # and past a thread's piece.
 FEW_SHAPES = [
@@ -297,6 +297,14 @@ FEW_SHAPES = [
     (100, 5, 16),
     (100, 3, 15),
     (30000, 3, 40),  # enough work for 2 threads: C written in pieces
+    # x @ W.T with W within half of L2 from 1 KiB of k: dots up to 32 rows (float64) or 64
+    # (float32); blocks of 4, 3 and 2 rows by 4 and 5 of W
+    (13, 47, 300),
+    (32, 64, 128),  # float64 dots, float32 (512 bytes of k) not
+    (33, 41, 128),
+    (64, 17, 256),  # float32 dots, float64 (64 rows) not
+    (65, 9, 256),
+    (30, 200, 300),
 ]
 
 

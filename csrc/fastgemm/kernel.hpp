@@ -174,6 +174,9 @@ struct Tuning {
                                 // W's rows, W within half of L3; 0: up to 4 rows only)
     int64_t few_row_groups_max_m;  // past few_rows_max_m, up to this many rows few_rows streams B once per group of at
                                    // most kFewRowsMaxM rows, when those streams fit L3 (0: never)
+    int64_t f32_dots_l2_max_m;     // float32 x @ W.T up to this many rows as dot products when W fits half of L2 and
+                                   // k is at least kDotsL2MinKBytes (0: never)
+    int64_t f64_dots_l2_max_m;     // the same for float64
 };
 
 // Low-precision inputs (S = bfloat16_t or float16_t) on the float32 kernels: packers that

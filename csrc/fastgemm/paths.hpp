@@ -279,10 +279,14 @@ void run_dots_side(const KernelTable<T>& uk, int side, int64_t k, T alpha, const
 // kDotsMaxSide, products with A's rows and B's columns both along k (x @ W.T, nothing to copy):
 // up to tuning.dots_rows_max_m rows with k at least a quarter of the long side and the long
 // operand within half of L3 (8 x 256 x 256 float64 0.88x -> 1.35x NumPy; W is reread per 3
-// rows, and 8 x 4096 x 4096 lost 5%); or up to tuning.f32_dots_max_side (float32) or
-// f64_dots_max_side (float64) rows or columns, k from kDotsWideMinK and at least 4 times the
-// long side, the long operand within half of L2; see docs/DESIGN.md, "Dot products".
+// rows, and 8 x 4096 x 4096 lost 5%); up to tuning.f32_dots_l2_max_m / f64_dots_l2_max_m rows
+// with W within half of L2 and k from kDotsL2MinKBytes (float32 15 x 39 x 352 0.71x -> 1.17x;
+// shorter k spends too much of a dot adding up its lanes, W from L3 is reread too often); or
+// up to tuning.f32_dots_max_side (float32) or f64_dots_max_side (float64) rows or columns, k
+// from kDotsWideMinK and at least 4 times the long side, the long operand within half of L2; see
+// docs/DESIGN.md, "Dot products".
 constexpr int64_t kDotsWideMinK = 512;
+constexpr int64_t kDotsL2MinKBytes = 1024;
 
 template <typename T>
 int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
@@ -294,6 +298,10 @@ int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
     if (a.cs != 1 || b.rs != 1) return 0;
     if (c.rows <= t.dots_rows_max_m && 4 * k >= c.cols &&
         2.0 * double(c.cols) * double(k) * double(sizeof(T)) <= double(caches().l3.size))
+        return 1;
+    const int64_t l2_max_m = sizeof(T) == 4 ? t.f32_dots_l2_max_m : t.f64_dots_l2_max_m;
+    if (c.rows <= l2_max_m && k * int64_t(sizeof(T)) >= kDotsL2MinKBytes &&
+        2.0 * double(c.cols) * double(k) * double(sizeof(T)) <= double(caches().l2.size))
         return 1;
     if (k < kDotsWideMinK) return 0;
     const int64_t max_side = sizeof(T) == 4 ? t.f32_dots_max_side : t.f64_dots_max_side;

@@ -436,15 +436,35 @@ void copy_columns(const fastgemm::KernelSet& ks) {
 
 // dots: m x n dot products of rows along k against a double reference (small integers, so
 // exact), C strided with a gap between its elements that must stay untouched, beta 0 over a
-// NaN-filled C (never read) and beta 2; m around the kernel's 3-row blocks, n around its 4,
-// k around the vector width (the masked tail).
+// NaN-filled C (never read) and beta 2; m around the kernel's 3- and 4-row blocks, n around its
+// 3-, 4- and 5-wide ones, k around the vector width (the masked tail). Then inexact values: every
+// output of a block has the bits of the same dot computed alone (one dot a block sums its lanes
+// by V::reduce, a block of W / 2 or more all at once by V::reduce_w: the same tree).
 template <typename T>
 void dots_check(const fastgemm::KernelSet& ks) {
     const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
     const int64_t w = uk.lanes;
     const T nan = std::numeric_limits<T>::quiet_NaN();
-    for (int64_t m : {1, 2, 3, 4, 7, 8})
-        for (int64_t n : {1, 3, 4, 5, 9})
+    for (int64_t m : {4, 5, 6, 9, 13})
+        for (int64_t n : {4, 6, 11})
+            for (int64_t k : {w - 1, 5 * w + 3})
+                for (T beta : {T(0), T(0.75)}) {
+                    if (k < 1) continue;
+                    std::vector<T> a(size_t(m * k)), b(size_t(n * k)), c(size_t(m * n)), one(size_t(m * n));
+                    for (size_t e = 0; e < a.size(); ++e) a[e] = T(1) / T(int64_t(e % 13) + 3) - T(0.2);
+                    for (size_t e = 0; e < b.size(); ++e) b[e] = T(1) / T(int64_t(e % 11) + 2) - T(0.3);
+                    for (size_t e = 0; e < c.size(); ++e) c[e] = one[e] = T(int64_t(e % 5) - 2) / T(3);
+                    uk.dots(m, n, k, T(1.25), a.data(), k, b.data(), k, beta, c.data(), n, 1);
+                    for (int64_t i = 0; i < m; ++i)
+                        for (int64_t j = 0; j < n; ++j)
+                            uk.dots(1, 1, k, T(1.25), a.data() + i * k, k, b.data() + j * k, k, beta,
+                                    one.data() + i * n + j, 1, 1);
+                    report(std::memcmp(c.data(), one.data(), c.size() * sizeof(T)) == 0,
+                           std::string(ks.name) + " " + type_name<T>() + " dots blocks as single dots " +
+                               std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+                }
+    for (int64_t m : {1, 2, 3, 4, 5, 7, 8, 9})
+        for (int64_t n : {1, 3, 4, 5, 6, 9, 11})
             for (int64_t k : {int64_t(1), w - 1, w, w + 1, 3 * w + 2})
                 for (T beta : {T(0), T(2)}) {
                     if (k < 1) continue;
@@ -609,7 +629,8 @@ void kernel_lookup_and_threads() {
                    t.few_rows_max_m <= fastgemm::kFewRowsMaxM && t.int8_few_rows_max_m >= 0 &&
                    t.small_narrow_bytes >= 0 && t.a_in_place_slivers >= 0 && t.small_max_b_l1s >= 0 &&
                    t.small_columns_max_m >= 0 && t.f32_dots_max_side >= 0 && t.f64_dots_max_side >= 0 &&
-                   (t.small_chunked_any == 0 || t.small_chunked_any == 1) && t.dots_rows_max_m >= 0,
+                   (t.small_chunked_any == 0 || t.small_chunked_any == 1) && t.dots_rows_max_m >= 0 &&
+                   t.f32_dots_l2_max_m >= 0 && t.f64_dots_l2_max_m >= 0,
                std::string("find_kernels and tuning of ") + ks->name);
     }
     expect_throw<std::invalid_argument>("find_kernels: unknown name", [] { fastgemm::find_kernels("nope", false); });

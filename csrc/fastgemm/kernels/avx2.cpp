@@ -275,7 +275,8 @@ struct Avx2I8 {
 // session 23: 1.07x the packed path at 16 x 512 x 512, 0.63-0.91x at 12 x 2048 x 2048 and from 32
 // rows). Head columns only matter in place; see docs/DESIGN.md, "Measured decisions".
 constexpr KernelSet avx2_kernels{
-    "avx2", "AVX2+FMA", &runs_avx2, Tuning{0, 0, int64_t(128) * 128 * 128, 16, 6, 12, 80, 4, 0, 0, 24, 24, 1, 8, 0},
+    "avx2", "AVX2+FMA", &runs_avx2,
+    Tuning{0, 0, int64_t(128) * 128 * 128, 16, 6, 12, 80, 4, 0, 0, 24, 24, 1, 8, 0, 0, 0},
     kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(), kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
     kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(), kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
     kernels::lowp_kernels<Avx2F32, Avx2Bf16, Avx2F16, Avx2Narrow, 6, 2>(),

@@ -111,6 +111,24 @@ struct Avx512F32 {
         const __m128 e = _mm_add_ps(_mm_movehl_ps(q, q), q);
         return _mm_cvtss_f32(_mm_add_ss(_mm_movehdup_ps(e), e));
     }
+    // reduce on W registers at once (dots_block): lane l of the result is the sum of v[kReduceOrder[l]]
+    // by reduce's tree, each level a shuffle of two registers with an immediate; 15 adds and 30
+    // shuffles for 16 sums where reduce takes 4 adds and 4 shuffles a sum.
+    static constexpr int kReduceOrder[W] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+    static reg reduce_w(const reg* v) {
+        reg u[8], w[4], x[2];
+        for (int i = 0; i < 8; ++i)  // lane l + 8 to lane l: the two registers' halves side by side
+            u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+        for (int i = 0; i < 4; ++i)  // + 4: v[4i + t] in 128-bit lane t
+            w[i] = _mm512_add_ps(_mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_f32x4(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+        for (int i = 0; i < 2; ++i)  // + 2, within 128-bit lanes
+            x[i] = _mm512_add_ps(_mm512_shuffle_ps(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(w[2 * i], w[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+        return _mm512_add_ps(_mm512_shuffle_ps(x[0], x[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_ps(x[0], x[1], _MM_SHUFFLE(3, 1, 3, 1)));
+    }
     // r as it is, but the compiler must hold it in a register: GCC otherwise folds a loaded
     // vector that several FMAs read into each of them, one load per FMA (dots: 1.3-1.5x slower).
     static reg held(reg r) {
@@ -184,6 +202,17 @@ struct Avx512F64 {
         const __m256d h = _mm256_add_pd(_mm512_extractf64x4_pd(r, 1), _mm512_castpd512_pd256(r));
         const __m128d q = _mm_add_pd(_mm256_extractf128_pd(h, 1), _mm256_castpd256_pd128(h));
         return _mm_cvtsd_f64(_mm_add_sd(_mm_unpackhi_pd(q, q), q));
+    }
+    static constexpr int kReduceOrder[W] = {0, 4, 1, 5, 2, 6, 3, 7};  // as Avx512F32's
+    static reg reduce_w(const reg* v) {
+        reg u[4], w[2];
+        for (int i = 0; i < 4; ++i)  // lane l + 4 to lane l
+            u[i] = _mm512_add_pd(_mm512_shuffle_f64x2(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_f64x2(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+        for (int i = 0; i < 2; ++i)  // + 2: v[4i + t] in 128-bit lane t
+            w[i] = _mm512_add_pd(_mm512_shuffle_f64x2(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                 _mm512_shuffle_f64x2(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+        return _mm512_add_pd(_mm512_unpacklo_pd(w[0], w[1]), _mm512_unpackhi_pd(w[0], w[1]));
     }
     static reg held(reg r) {
         __asm__("" : "+v"(r));

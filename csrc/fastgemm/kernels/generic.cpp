@@ -126,15 +126,16 @@ struct ScalarI8 {
 
 // Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
 // docs/DESIGN.md, "Measured decisions".
-constexpr KernelSet generic_kernels{"generic",
-                                    "portable C++",
-                                    &runs_anywhere,
-                                    Tuning{256, 128, int64_t(512) * 512 * 512, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                    kernels::kernel_table<Scalar<float>, 4, 8>(),
-                                    kernels::kernel_table<Scalar<double>, 4, 4>(),
-                                    kernels::kernel_table<Scalar<float>, 4, 8>(),
-                                    kernels::kernel_table<Scalar<double>, 4, 4>(),
-                                    kernels::lowp_kernels<Scalar<float>, ScalarBf16, ScalarF16, ScalarNarrow, 4, 8>(),
-                                    kernels::int8_kernels<ScalarI8, 4, 8>("portable C++")};
+constexpr KernelSet generic_kernels{
+    "generic",
+    "portable C++",
+    &runs_anywhere,
+    Tuning{256, 128, int64_t(512) * 512 * 512, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    kernels::kernel_table<Scalar<float>, 4, 8>(),
+    kernels::kernel_table<Scalar<double>, 4, 4>(),
+    kernels::kernel_table<Scalar<float>, 4, 8>(),
+    kernels::kernel_table<Scalar<double>, 4, 4>(),
+    kernels::lowp_kernels<Scalar<float>, ScalarBf16, ScalarF16, ScalarNarrow, 4, 8>(),
+    kernels::int8_kernels<ScalarI8, 4, 8>("portable C++")};
 
 }  // namespace fastgemm

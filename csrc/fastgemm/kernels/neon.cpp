@@ -220,7 +220,7 @@ struct NeonI8 {
 // Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
 // docs/DESIGN.md, "Measured decisions".
 constexpr KernelSet neon_kernels{"neon", "NEON (Advanced SIMD)", &runs_neon,
-                                 Tuning{256, 128, int64_t(512) * 512 * 512, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                                 Tuning{256, 128, int64_t(512) * 512 * 512, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
                                  kernels::kernel_table<NeonF32, 8, 3>(), kernels::kernel_table<NeonF64, 8, 3>(),
                                  // No aarch64 machine to measure a skinny tile on: reuse the main one.
                                  kernels::kernel_table<NeonF32, 8, 3>(), kernels::kernel_table<NeonF64, 8, 3>(),
