@@ -12,6 +12,7 @@ from gemm_check import (
     Placed,
     assert_matches,
     check_into_placed,
+    on_threads,
     random_matrix,
     reference,
     tiles,
@@ -69,6 +70,34 @@ def test_transposed_views_equal_trans_flags(kernel, dtype):
     assert_matches(gemm(a0, b0.T), ref, bound, "b.T view")
     assert_matches(gemm(a0.T.copy().T, b0.T), ref, bound, "Fortran a, b.T view")
     assert_matches(gemm(a0.T.copy(), b0, trans_a=True, trans_b=True), ref, bound, "trans flags")
+
+
+# x.T @ W.T with W too large for the small path but few rows: with beta 0 computed as C^T = W X
+# on the small kernels and transposed into C (C of either order), with beta != 0 on the tiles;
+# the same bits on 1 and 2 threads, nothing written around C, NaN in C not surviving beta 0.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(8, 256, 256), (16, 217, 208), (5, 700, 300), (24, 150, 256), (40, 300, 600)])
+@pytest.mark.parametrize("c_layout", ["C", "F"])
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_both_operands_by_columns_few_rows(kernel, dtype, shape, c_layout, beta):
+    m, n, k = shape
+    rng = np.random.default_rng(m + n + k)
+    x = random_matrix(rng, (k, m), dtype)
+    w = random_matrix(rng, (n, k), dtype)
+    c0 = random_matrix(rng, (m, n), dtype)
+
+    def product():
+        placed = Placed(c0, c_layout)
+        if beta == 0:
+            placed.arr[...] = np.nan
+        GEMM[np.dtype(dtype)](x.T, w.T, placed.arr, alpha=0.75, beta=beta)
+        assert placed.untouched_outside()
+        return placed.arr.copy()
+
+    got = on_threads(product)
+    ref, bound = reference(x.T, w.T, c0, 0.75, beta)
+    assert_matches(got[0], ref, bound, f"{kernel} {shape} C={c_layout} beta={beta}")
+    assert np.array_equal(got[0], got[1]), "1 and 2 threads differ"
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

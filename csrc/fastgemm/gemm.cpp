@@ -221,16 +221,17 @@ void run_small_chunks(const KernelTable<T>& uk, int threads, T alpha, const Smal
         kSmallPiecesPerThread);
 }
 
-// A small product with both operands stored by columns (x.T @ W.T: A^T and B^T row-major)
-// whose B the small kernels would copy, and m < k: computed as C^T = B^T A^T, which reads both
-// in place, into the calling thread's scratch, then transposed into C by copy_columns, moving m x
-// n elements instead of B's k x n. Each element sums the same products in the same order, so
-// the bits are the same; see docs/DESIGN.md, "Operands stored by columns".
+// A product with both operands stored by columns (x.T @ W.T: A^T and B^T row-major) whose B
+// the small kernels would copy or which is not a small product, m < k and C^T = B^T A^T a small
+// product reading both in place: computed so into the calling thread's scratch, then transposed
+// into C by copy_columns, moving m x n elements instead of B's k x n. Each element sums the
+// same products in the same order as the small kernels on C, so the bits are the same; see
+// docs/DESIGN.md, "Operands stored by columns".
 template <typename T>
 bool try_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, int threads, T alpha,
                           const SmallProduct<T>& sp, T beta) {
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
-    if (beta != T(0) || sp.a.rs != 1 || sp.b.rs != 1 || m >= k) return false;
+    if (beta != T(0) || sp.a.rs != 1 || sp.b.rs != 1 || sp.c.cs != 1 || m >= k) return false;
     T* t = static_cast<T*>(thread_scratch(size_t(n * m) * sizeof(T)));
     const SmallProduct<T> st{{sp.b.data, n, k, sp.b.cs, 1}, {sp.a.data, k, m, sp.a.cs, 1}, {t, n, m, m, 1}, false};
     if (!small_shaped(ks, st) || small_b_plan(st) != SmallB::in_place || small_b_chunks(st)) return false;
@@ -351,6 +352,14 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     // finish alike, so a stack item (small kernels, in place) equals the single product.
     const bool stream = plan == SmallB::in_place && small_b_chunks(sp) &&
                         few_row_groups_fit(ks.tuning, sp.c.rows, sp.c.cols, k, sizeof(T), sp.b.cs, sp.c.cs);
+    // x.T @ W.T with too large a W for the small path (the tiles would pack W by columns: half the
+    // time of float64 8 x 256 x 256) may still be small as C^T = W X (try_small_transposed); an
+    // epilogue then runs after it, as after the dots, so a bias gives the plain product's bits.
+    if (plan == SmallB::none &&
+        try_small_transposed(ks, main, threads_for(m, n, k, kSmallMinWorkPerThread), alpha, sp, beta)) {
+        if (ep.active()) apply_epilogue(main, c, ep);
+        return;
+    }
     if (plan != SmallB::none && !stream) {
         const int threads = threads_for(m, n, k, kSmallMinWorkPerThread);
         // The last columns first, as dot products (small_tail_dots) or with A by columns on the
