@@ -256,13 +256,15 @@ constexpr int64_t kDotsNarrowMinK = 48;
 
 // C (short x long) = alpha * S L^T + beta * C, S's rows (lds apart) and L's rows (ldl apart)
 // contiguous along k; C's long side split over threads (each output computed the same way on
-// any split).
+// any split), from the small kernels' work per thread: no barriers either (2 threads, fastgemm
+// alone: float64 32 x 200 x 300 NT 48.7 -> 94.3 GFLOP/s, 8 x 256 x 256 45.0 -> 85.7).
 template <typename T>
 void run_dots(const KernelTable<T>& uk, int64_t shorter, int64_t longer, int64_t k, T alpha, const T* s, int64_t lds,
               const T* l, int64_t ldl, T beta, T* c, int64_t rsc, int64_t csc) {
-    parallel_ranges(threads_for(shorter, longer, k), longer, 4, [&](int, int64_t lo, int64_t hi) {
-        uk.dots(shorter, hi - lo, k, alpha, s, lds, l + lo * ldl, ldl, beta, c + lo * csc, rsc, csc);
-    });
+    parallel_ranges(threads_for(shorter, longer, k, kSmallMinWorkPerThread), longer, 4,
+                    [&](int, int64_t lo, int64_t hi) {
+                        uk.dots(shorter, hi - lo, k, alpha, s, lds, l + lo * ldl, ldl, beta, c + lo * csc, rsc, csc);
+                    });
 }
 
 // C = alpha * A B + beta * C as dots_side's `side` says (1: C's rows the short side, 2: its
