@@ -72,11 +72,17 @@ def test_transposed_views_equal_trans_flags(kernel, dtype):
     assert_matches(gemm(a0.T.copy(), b0, trans_a=True, trans_b=True), ref, bound, "trans flags")
 
 
-# x.T @ W.T with W too large for the small path but few rows: with beta 0 computed as C^T = W X
-# on the small kernels and transposed into C (C of either order), with beta != 0 on the tiles;
-# the same bits on 1 and 2 threads, nothing written around C, NaN in C not surviving beta 0.
+# x.T @ W.T with W too large for the small path but few rows, or with m >= k and C's rows filling
+# few of their vectors' lanes (from k = 32): with beta 0 computed as C^T = W X on the small
+# kernels and transposed into C (C of either order), otherwise on the tiles or the small
+# kernels over a copy of W.T; the same bits on 1 and 2 threads, nothing written around C, NaN
+# in C not surviving beta 0.
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(8, 256, 256), (16, 217, 208), (5, 700, 300), (24, 150, 256), (40, 300, 600)])
+@pytest.mark.parametrize(
+    "shape",
+    [(8, 256, 256), (16, 217, 208), (5, 700, 300), (24, 150, 256), (40, 300, 600), (146, 9, 141), (370, 10, 125)]
+    + [(300, 12, 170), (214, 8, 32), (214, 8, 31)],
+)
 @pytest.mark.parametrize("c_layout", ["C", "F"])
 @pytest.mark.parametrize("beta", [0.0, 0.5])
 def test_both_operands_by_columns_few_rows(kernel, dtype, shape, c_layout, beta):

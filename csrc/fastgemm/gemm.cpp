@@ -222,16 +222,23 @@ void run_small_chunks(const KernelTable<T>& uk, int threads, T alpha, const Smal
 }
 
 // A product with both operands stored by columns (x.T @ W.T: A^T and B^T row-major) whose B
-// the small kernels would copy or which is not a small product, m < k and C^T = B^T A^T a small
-// product reading both in place: computed so into the calling thread's scratch, then transposed
-// into C by copy_columns, moving m x n elements instead of B's k x n. Each element sums the
-// same products in the same order as the small kernels on C, so the bits are the same; see
-// docs/DESIGN.md, "Operands stored by columns".
+// the small kernels would copy or which is not a small product, m < k or C narrow, and C^T =
+// B^T A^T a small product reading both in place: computed so into the calling thread's scratch,
+// then transposed into C by copy_columns, moving m x n elements instead of B's k x n. Each
+// element sums the same products in the same order as the small kernels on C, so the bits are
+// the same; see docs/DESIGN.md, "Operands stored by columns". Narrow C from k = 32 (shorter k
+// lost: float32 69 x 50 x 27 0.92x the copied B).
+constexpr int64_t kTransposedNarrowMinK = 32;
 template <typename T>
 bool try_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, int threads, T alpha,
                           const SmallProduct<T>& sp, T beta) {
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
-    if (beta != T(0) || sp.a.rs != 1 || sp.b.rs != 1 || sp.c.cs != 1 || m >= k) return false;
+    if (beta != T(0) || sp.a.rs != 1 || sp.b.rs != 1 || sp.c.cs != 1) return false;
+    // From m = k, moving C costs more than copying B, unless C's rows fill at most 80% of their
+    // vectors' lanes (and no dot kernel takes their last columns): C^T's m-long rows fill theirs.
+    const int64_t w = uk.lanes, lanes = (n + w - 1) / w * w;
+    const bool narrow = k >= kTransposedNarrowMinK && 5 * n <= 4 * lanes && small_tail_dots(uk, sp) == 0;
+    if (m >= k && !narrow) return false;
     T* t = static_cast<T*>(thread_scratch(size_t(n * m) * sizeof(T)));
     const SmallProduct<T> st{{sp.b.data, n, k, sp.b.cs, 1}, {sp.a.data, k, m, sp.a.cs, 1}, {t, n, m, m, 1}, false};
     if (!small_shaped(ks, st) || small_b_plan(st) != SmallB::in_place || small_b_chunks(st)) return false;
