@@ -25,6 +25,7 @@ VECTOR_SHAPES = [
     (1, 5003, 17),
     (4099, 1, 17),
     (1, 2050, 2053),
+    (1, 700, 300),  # 8 rows of the matrix a pass from 128 KiB (rows not 4 KiB apart)
     (16, 1, 1),
     (45, 1, 3),
     (33, 1, 6),

@@ -65,13 +65,25 @@ constexpr int stream_rows_step = Regs >= 32 && M <= 6 ? 4
                                  : M <= 6             ? 2
                                                       : 1;
 
-// One row of C against a matrix of kStreamDeepBytes or more, where the ISA has 32 registers:
-// 8 rows of B a pass (17 registers), twice the streams from memory in flight and half the
-// partial-sum traffic of 4 (float32 1 x 11008 x 4096 on Zen 4: 0.89x -> 1.01x NumPy); matrices
-// in cache lost up to 8% with it. See docs/DESIGN.md, "Matrix-vector chunk".
+// One row of C where the ISA has 32 registers: 8 rows of B a pass (17 registers), twice the
+// streams in flight and half the partial-sum traffic of 4, for a matrix of kStreamDeepBytes or
+// more (float32 1 x 11008 x 4096 on Zen 4: 0.89x -> 1.01x NumPy), or one of
+// kStreamDeepCachedBytes or more with k from kStreamDeepMinK (two passes of 8) whose rows are
+// not within kStreamDeepAliasBytes of a multiple of 4 KiB apart: 8 such rows share L1's sets
+// with each other and the partial sums (float32 1 x 2048 x 1024 1.07x -> 0.97x NumPy, 1 x 1040
+// x 1000 0.95x -> 0.92x), where other strides gained 5-20% (1 x 300 x 300 0.97x -> 1.07x). See
+// docs/DESIGN.md, "Matrix-vector chunk".
 constexpr int64_t kStreamDeepBytes = int64_t(16) << 20;
+constexpr int64_t kStreamDeepCachedBytes = 128 * 1024;
+constexpr int64_t kStreamDeepMinK = 16;
+constexpr int64_t kStreamDeepAliasBytes = 256;
 template <int M, int Regs>
 constexpr int stream_rows_deep_step = M == 1 && Regs >= 32 ? 8 : stream_rows_step<M, Regs>;
+inline bool stream_deep(int64_t k, int64_t row_bytes, int64_t stride_bytes) {
+    const int64_t bytes = k * row_bytes, off = stride_bytes % 4096;
+    return bytes >= kStreamDeepBytes || (k >= kStreamDeepMinK && bytes >= kStreamDeepCachedBytes &&
+                                         off >= kStreamDeepAliasBytes && off <= 4096 - kStreamDeepAliasBytes);
+}
 
 // t[i * ld + j] += sum_q A[i, q] B[q, j] for i < M, q < P, j < len: each vector of t loaded and
 // stored once per P rows of B. a: A's element (0, 0) of these P columns; r0: B's row 0 of them;
@@ -203,7 +215,8 @@ void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename L::S*
                 stream_rows_narrow<typename decltype(tag)::type, M, nv()>(n, k, alpha, a, rsa, csa, b, rsb, beta, c,
                                                                           rsc);
             });
-    const bool deep = PD != P && k * n * int64_t(sizeof(typename L::S)) >= kStreamDeepBytes;
+    const bool deep =
+        PD != P && stream_deep(k, n * int64_t(sizeof(typename L::S)), rsb * int64_t(sizeof(typename L::S)));
     const int64_t tl = chunk_bytes / int64_t(sizeof(T)) / M / W * W;  // partial sums per row of C
     const int64_t ld = chunk_row_stride<M>(tl * int64_t(sizeof(T))) / int64_t(sizeof(T));
     for (int64_t j0 = 0; j0 < n; j0 += tl) {
