@@ -227,23 +227,27 @@ void run_small_chunks(const KernelTable<T>& uk, int threads, T alpha, const Smal
 // then transposed into C by copy_columns, moving m x n elements instead of B's k x n. Each
 // element sums the same products in the same order as the small kernels on C, so the bits are
 // the same; see docs/DESIGN.md, "Operands stored by columns". Narrow C from k = 32 (shorter k
-// lost: float32 69 x 50 x 27 0.92x the copied B).
+// lost: float32 69 x 50 x 27 0.92x the copied B). threads() (the team for the product) is asked
+// only once the product is taken, and C^T's scratch claimed only then: a product the tiles take
+// neither wakes the pool nor grows the scratch to its m x n.
 constexpr int64_t kTransposedNarrowMinK = 32;
-template <typename T>
-bool try_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, int threads, T alpha,
+template <typename T, typename Threads>
+bool try_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, Threads threads, T alpha,
                           const SmallProduct<T>& sp, T beta) {
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
     if (beta != T(0) || sp.a.rs != 1 || sp.b.rs != 1 || sp.c.cs != 1) return false;
     // From m = k, moving C costs more than copying B, unless C's rows fill at most 80% of their
     // vectors' lanes (and no dot kernel takes their last columns): C^T's m-long rows fill theirs.
-    const int64_t w = uk.lanes, lanes = (n + w - 1) / w * w;
-    const bool narrow = k >= kTransposedNarrowMinK && 5 * n <= 4 * lanes && small_tail_dots(uk, sp) == 0;
-    if (m >= k && !narrow) return false;
-    T* t = static_cast<T*>(thread_scratch(size_t(n * m) * sizeof(T)));
-    const SmallProduct<T> st{{sp.b.data, n, k, sp.b.cs, 1}, {sp.a.data, k, m, sp.a.cs, 1}, {t, n, m, m, 1}, false};
+    auto narrow = [&] {
+        const int64_t w = uk.lanes, lanes = (n + w - 1) / w * w;
+        return k >= kTransposedNarrowMinK && 5 * n <= 4 * lanes && small_tail_dots(uk, sp) == 0;
+    };
+    if (m >= k && !narrow()) return false;
+    SmallProduct<T> st{{sp.b.data, n, k, sp.b.cs, 1}, {sp.a.data, k, m, sp.a.cs, 1}, {nullptr, n, m, m, 1}, false};
     if (!small_shaped(ks, st) || small_b_plan(st) != SmallB::in_place || small_b_chunks(st)) return false;
-    run_small(uk, threads, alpha, st, T(0));
-    uk.copy_columns(m, n, t, m, sp.c.data, sp.c.rs);
+    st.c.data = static_cast<T*>(thread_scratch(size_t(n * m) * sizeof(T)));
+    run_small(uk, threads(), alpha, st, T(0));
+    uk.copy_columns(m, n, st.c.data, m, sp.c.data, sp.c.rs);
     return true;
 }
 
@@ -363,7 +367,7 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     // time of float64 8 x 256 x 256) may still be small as C^T = W X (try_small_transposed); an
     // epilogue then runs after it, as after the dots, so a bias gives the plain product's bits.
     if (plan == SmallB::none &&
-        try_small_transposed(ks, main, threads_for(m, n, k, kSmallMinWorkPerThread), alpha, sp, beta)) {
+        try_small_transposed(ks, main, [&] { return threads_for(m, n, k, kSmallMinWorkPerThread); }, alpha, sp, beta)) {
         if (ep.active()) apply_epilogue(main, c, ep);
         return;
     }
@@ -390,7 +394,7 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
             sp.b.cols = sp.c.cols = j0;
         }
         if (plan == SmallB::copied && !ep.active()) {
-            if (try_small_transposed(ks, main, threads, alpha, sp, beta)) return;
+            if (try_small_transposed(ks, main, [&] { return threads; }, alpha, sp, beta)) return;
             if (threads > 1 && sp.c.rows <= kCopiedColumnsMaxM) return run_small_copied(main, threads, alpha, sp, beta);
         }
         if (plan == SmallB::copied) sp.b = copy_b_columns(main, sp, 0, sp.c.cols);
