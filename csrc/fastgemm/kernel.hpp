@@ -140,6 +140,11 @@ struct KernelTable {
 constexpr int64_t kSmallChunkBytes = 16 * 1024;
 constexpr int64_t kSmallChunkMinK = 32;
 constexpr int64_t kSmallChunkPastBytes = 256 * 1024;
+// A C of at most this many rows is one row group of the small kernels, which rereads nothing
+// of B: they take its B in one pass, where chunks would only restart the B prefetch and carry
+// the sums (float32 2 x 64 x 2000 1.29x, float64 4 x 50 x 6000 1.24x; docs/DESIGN.md, "Small
+// products").
+constexpr int64_t kSmallOneGroupRows = 4;
 constexpr bool small_chunks_b(int64_t row_bytes, int64_t k) {
     return row_bytes * kSmallChunkMinK <= kSmallChunkBytes && k * row_bytes > kSmallChunkPastBytes;
 }

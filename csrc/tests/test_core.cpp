@@ -517,7 +517,7 @@ void small_chunks_check(const fastgemm::KernelSet& ks) {
         for (int64_t k : {past + 1, past + depth - 1}) {
             report(fastgemm::small_chunks_b(n * es, k) && !fastgemm::small_chunks_b(nw * es, k),
                    "small_chunks_b for the chunk check");
-            for (int64_t m : {int64_t(3), int64_t(13), n == widest ? depth + 5 : 0})
+            for (int64_t m : {fastgemm::kSmallOneGroupRows + 1, int64_t(13), n == widest ? depth + 5 : 0})
                 for (T beta : {T(0), T(-0.5)}) {
                     if (m == 0) continue;
                     std::vector<T> a(size_t(m * k)), b(size_t(k * nw)), c0(size_t(m * nw));

@@ -31,6 +31,10 @@ struct Avx512YmmF32 {
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
     static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
+    static reg held(reg r) {
+        __asm__("" : "+v"(r));
+        return r;
+    }
 };
 
 // float64 in 256-bit registers with AVX-512VL masks: Avx512F64's half (kernels/gemv.hpp,
@@ -50,6 +54,10 @@ struct Avx512YmmF64 {
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_pd(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_pd(a, b); }
     static reg add(reg a, reg b) { return _mm256_add_pd(a, b); }
+    static reg held(reg r) {
+        __asm__("" : "+v"(r));
+        return r;
+    }
 };
 
 struct Avx512F32 {
