@@ -72,6 +72,23 @@ def test_rectangular_stacks(kernel, shape, dtype):
     assert np.array_equal(c[2], fastgemm.matmul(a[2], b[2]))
 
 
+# x @ W.T items that gemm gives the dot kernels (5-8 rows from k = 16, W's rows along k; 4 rows
+# of any such B): a stack calls the dot kernel item by item, each item the single product bit
+# for bit, W per item or broadcast, on 1 and 2 threads; with x stored by columns, item by item
+# through gemm.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 30, 24), (5, 16, 16), (6, 169, 107), (8, 20, 32), (7, 40, 100)])
+def test_dot_stacks(kernel, shape, dtype):
+    m, n, k = shape
+    rng = np.random.default_rng(m * 1000 + n)
+    w = _rand(rng, (6, n, k), dtype)
+    for a in (_rand(rng, (6, m, k), dtype), np.swapaxes(_rand(rng, (6, k, m), dtype), -1, -2)):
+        for b in (np.swapaxes(w, -1, -2), w[0].T):
+            for c in on_threads(lambda a=a, b=b: fastgemm.matmul(a, b)):
+                _check_stack(c, a, b)
+                assert np.array_equal(c[4], fastgemm.matmul(a[4], b if b.ndim == 2 else b[4]))
+
+
 # C's last 1-4 columns past whole vectors go to the dot kernel where small_tail_dots says so
 # (enough rows and k; 16 x 20 x 1024 float32 is the largest B copy a stack item makes on the
 # stack, 16 x 20 x 1025 one past it; float32 C of 5-7 columns goes there whole), or with A stored by columns (TN, TT) to the few-row

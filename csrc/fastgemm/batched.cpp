@@ -20,22 +20,31 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     const int64_t m = c.rows, n = c.cols, k = a.cols;
 
     const int per_item = threads_for(m, n, k);
-    // Small products go to KernelTable::small_stack a run at a time, and products with one row
-    // or one column of C (whose vectors the small kernels would fill one lane of) to the
-    // matrix-vector kernels item by item: kernel, form and checks are decided once for the
+    // Small products go to KernelTable::small_stack a run at a time, products with one row or
+    // one column of C (whose vectors the small kernels would fill one lane of) to the
+    // matrix-vector kernels item by item, and those gemm gives the dot kernels with both
+    // operands along k to them item by item: kernel, form and checks are decided once for the
     // stack, not once per item.
     const KernelSet& ks = active_kernels();
     const KernelTable<T>& table = main_table<T>(ks);
     const bool runs = alpha != T(0) && k > 0 && per_item == 1;
+    const int side = runs ? dots_side(ks.tuning, a, b, c) : 0;
     GemvForm gv;
     SmallProduct<T> sp;
-    const bool vectors = runs && vector_product(m, n, dots_side(ks.tuning, a, b, c)) && gemv_form(a, b, c, gv);
-    const bool stacked = vectors || (runs && small_product(ks, a, b, c, sp));
+    const bool vectors = runs && vector_product(m, n, side) && gemv_form(a, b, c, gv);
+    const bool dotted = !vectors && side != 0 && a.cs == 1 && b.rs == 1;
+    const bool stacked = vectors || dotted || (runs && small_product(ks, a, b, c, sp));
     const int64_t tail = stacked && !vectors ? small_tail_dots(table, sp) : 0;
     const BatchAxis in = innermost(st);
     run_stack(
         c, st, m, n, k, per_item, stacked,
         [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {
+            if (dotted) {
+                for (int64_t i = 0; i < len; ++i, oa += in.a, ob += in.b, oc += in.c)
+                    item_dots(table, side, k, alpha, a.data + oa, a.rs, b.data + ob, b.cs, beta,
+                              View<T>{c.data + oc, m, n, c.rs, c.cs});
+                return;
+            }
             if (vectors) {
                 T* chunk = gemv_chunks<T>(table, gv, 1);
                 for (int64_t i = 0; i < len; ++i, oa += in.a, ob += in.b, oc += in.c)

@@ -277,16 +277,27 @@ void run_dots_side(const KernelTable<T>& uk, int side, int64_t k, T alpha, const
     else run_dots(uk, c.cols, c.rows, k, alpha, bt, ldb, ar, lda, beta, c.data, c.cs, c.rs);
 }
 
+// run_dots_side on the calling thread: an item of a stack spread over the threads by batch
+// (run_dots' split gives each output the same bits on any split).
+template <typename T>
+void item_dots(const KernelTable<T>& uk, int side, int64_t k, T alpha, const T* ar, int64_t lda, const T* bt,
+               int64_t ldb, T beta, View<T> c) {
+    if (side == 1) uk.dots(c.rows, c.cols, k, alpha, ar, lda, bt, ldb, beta, c.data, c.rs, c.cs);
+    else uk.dots(c.cols, c.rows, k, alpha, bt, ldb, ar, lda, beta, c.data, c.cs, c.rs);
+}
+
 // Whether try_dots takes the product: 1 for few rows, 2 for few columns, 0 not. Past
 // kDotsMaxSide, products with A's rows and B's columns both along k (x @ W.T, nothing to copy):
-// up to tuning.dots_rows_max_m rows with k at least a quarter of the long side and the long
-// operand within half of L3 (8 x 256 x 256 float64 0.88x -> 1.35x NumPy; W is reread per 3
-// rows, and 8 x 4096 x 4096 lost 5%); up to tuning.f32_dots_l2_max_m / f64_dots_l2_max_m rows
-// with W within half of L2 and k from kDotsL2MinKBytes (float32 15 x 39 x 352 0.71x -> 1.17x;
+// up to tuning.dots_rows_max_m rows with k from kDotsRowsMinK, at least a quarter of the long
+// side, and the long operand within half of L3 (8 x 256 x 256 float64 0.88x -> 1.35x NumPy; W
+// is reread per 3 rows, and 8 x 4096 x 4096 lost 5%; the small path copies all of W for those
+// rows: float32 6 x 169 x 107 0.73x -> 1.12x, float64 5 x 181 x 124 0.60x -> 1.04x); up to tuning.f32_dots_l2_max_m /
+// f64_dots_l2_max_m rows with W within half of L2 and k from kDotsL2MinKBytes (float32 15 x 39 x 352 0.71x -> 1.17x;
 // shorter k spends too much of a dot adding up its lanes, W from L3 is reread too often); or
 // up to tuning.f32_dots_max_side (float32) or f64_dots_max_side (float64) rows or columns, k
 // from kDotsWideMinK and at least 4 times the long side, the long operand within half of L2; see
 // docs/DESIGN.md, "Dot products".
+constexpr int64_t kDotsRowsMinK = 16;
 constexpr int64_t kDotsWideMinK = 512;
 constexpr int64_t kDotsL2MinKBytes = 1024;
 
@@ -296,9 +307,8 @@ int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
     if (c.rows <= kDotsMaxSide && b.rs == 1) return k * int64_t(sizeof(T)) >= kDotsFewRowsMinKBytes ? 1 : 0;
     const int64_t narrow_min_k = sizeof(T) == 4 ? kDotsNarrowMinK : kDotsMinK;
     if (c.cols <= kDotsMaxSide && a.cs == 1 && k >= narrow_min_k) return 2;
-    if (k < kDotsMinK) return 0;
     if (a.cs != 1 || b.rs != 1) return 0;
-    if (c.rows <= t.dots_rows_max_m && 4 * k >= c.cols &&
+    if (c.rows <= t.dots_rows_max_m && k >= kDotsRowsMinK && 4 * k >= c.cols &&
         2.0 * double(c.cols) * double(k) * double(sizeof(T)) <= double(caches().l3.size))
         return 1;
     const int64_t l2_max_m = sizeof(T) == 4 ? t.f32_dots_l2_max_m : t.f64_dots_l2_max_m;
