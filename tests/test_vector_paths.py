@@ -270,8 +270,10 @@ def test_a_by_columns_read_in_place(kernel, dtype, shape, trans_b, beta):
 # Few rows or few columns of C with operands stored either way (docs/DESIGN.md, "Dot products" and
 # "Few rows"): dot products of rows along k (at most 4 rows from 96 bytes of k, at most 4 columns
 # from k = 128, float32 from k = 48; the short side copied along k when it is not; x @ W.T up to
-# dots_rows_max_m rows with k from a quarter of n, up to the *_dots_l2_max_m settings with W
-# within half of L2 from 1 KiB of k, up to the *_dots_max_side settings from k = 512), and a narrow C with A stored by columns through C^T's few rows (2-6 columns, k from 16); k
+# dots_rows_max_m rows with k from 16 and a quarter of n, up to the *_dots_l2_max_m settings with
+# W within half of L2 from 1 KiB of k (512 bytes up to 12 rows), up to the *_dots_max_side
+# settings from k = 512), and a narrow C with A stored by columns through C^T's few rows (2-6
+# columns, k from 16); k
 # around the vector widths and both lines, n and m around the dot kernel's 3- and 4-wide blocks
 # and past a thread's piece.
 FEW_SHAPES = [
@@ -306,6 +308,10 @@ FEW_SHAPES = [
     (64, 17, 256),  # float32 dots, float64 (64 rows) not
     (65, 9, 256),
     (30, 200, 300),
+    (6, 60, 16),  # x @ W.T of 5-8 rows from k = 16: dots
+    (8, 60, 15),
+    (12, 57, 64),  # up to 12 rows from 512 bytes of k: float64 dots, float32 not
+    (13, 57, 128),  # 13 rows from 1 KiB: float64 dots, float32 not
 ]
 
 

@@ -291,15 +291,18 @@ void item_dots(const KernelTable<T>& uk, int side, int64_t k, T alpha, const T* 
 // up to tuning.dots_rows_max_m rows with k from kDotsRowsMinK, at least a quarter of the long
 // side, and the long operand within half of L3 (8 x 256 x 256 float64 0.88x -> 1.35x NumPy; W
 // is reread per 3 rows, and 8 x 4096 x 4096 lost 5%; the small path copies all of W for those
-// rows: float32 6 x 169 x 107 0.73x -> 1.12x, float64 5 x 181 x 124 0.60x -> 1.04x); up to tuning.f32_dots_l2_max_m /
-// f64_dots_l2_max_m rows with W within half of L2 and k from kDotsL2MinKBytes (float32 15 x 39 x 352 0.71x -> 1.17x;
-// shorter k spends too much of a dot adding up its lanes, W from L3 is reread too often); or
-// up to tuning.f32_dots_max_side (float32) or f64_dots_max_side (float64) rows or columns, k
-// from kDotsWideMinK and at least 4 times the long side, the long operand within half of L2; see
+// rows: float32 6 x 169 x 107 0.73x -> 1.12x, float64 5 x 181 x 124 0.60x -> 1.04x); up to
+// tuning.f32_dots_l2_max_m / f64_dots_l2_max_m rows with W within half of L2 and k from
+// kDotsL2MinKBytes, from kDotsL2FewRowsMinKBytes up to kDotsL2FewRows rows (float32 15 x 39 x 352
+// 0.71x -> 1.17x, 10 x 57 x 195 0.83x -> 1.12x; shorter k spends too much of a dot adding up its
+// lanes, float64 from 16 rows lost at 512 bytes, W from L3 is reread too often); or up to
+// tuning.f32_dots_max_side (float32) or f64_dots_max_side (float64) rows or columns, k from
+// kDotsWideMinK and at least 4 times the long side, the long operand within half of L2; see
 // docs/DESIGN.md, "Dot products".
 constexpr int64_t kDotsRowsMinK = 16;
 constexpr int64_t kDotsWideMinK = 512;
 constexpr int64_t kDotsL2MinKBytes = 1024;
+constexpr int64_t kDotsL2FewRows = 12, kDotsL2FewRowsMinKBytes = 512;
 
 template <typename T>
 int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
@@ -312,7 +315,8 @@ int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
         2.0 * double(c.cols) * double(k) * double(sizeof(T)) <= double(caches().l3.size))
         return 1;
     const int64_t l2_max_m = sizeof(T) == 4 ? t.f32_dots_l2_max_m : t.f64_dots_l2_max_m;
-    if (c.rows <= l2_max_m && k * int64_t(sizeof(T)) >= kDotsL2MinKBytes &&
+    const int64_t l2_min_k_bytes = c.rows <= kDotsL2FewRows ? kDotsL2FewRowsMinKBytes : kDotsL2MinKBytes;
+    if (c.rows <= l2_max_m && k * int64_t(sizeof(T)) >= l2_min_k_bytes &&
         2.0 * double(c.cols) * double(k) * double(sizeof(T)) <= double(caches().l2.size))
         return 1;
     if (k < kDotsWideMinK) return 0;
