@@ -111,6 +111,8 @@ def test_dot_stacks(kernel, shape, dtype):
         (192, 5, 684),
         (130, 7, 128),
         (300, 21, 128),
+        (12, 17, 700),  # TN, TT: from 12 rows the last column goes to the few-row kernels
+        (11, 17, 700),
     ],
 )
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
