@@ -325,10 +325,10 @@ bool try_few_columns(const KernelSet& ks, const KernelTable<T>& uk, T alpha, Vie
 // t = n % W columns past C's whole vectors, 1 to few_rows_max_m of them and under half a vector,
 // beta 0, from kTailRowsMinM rows, kTailRowsMinK of k and kTailRowsMinBytes of A (below, the
 // scratch and the transposition back cost more than the small kernels' half-width vector per
-// row and k step: float32 16 x 17 x 32 0.83x, 64 x 18 x 8 0.86x their time, 8 x 18 x 411 0.87x;
-// float64 gains less, 0.97-0.98 at 2048 elements of A). few_rows sums each element over k in order and
-// finishes with alpha * sum, as the small kernels do: the same bits, so stacks (small_stack, no
-// such tail) keep the single product's. See docs/DESIGN.md, "Small products".
+// row and k step: float32 16 x 17 x 32 0.83x, 64 x 18 x 8 0.86x their time, 8 x 18 x 411
+// 0.87x; float64 gains less, 0.97-0.98 at 2048 elements of A). few_rows sums each element over
+// k in order and finishes with alpha * sum, as the small kernels do: the same bits, so stacks
+// (small_stack, no such tail) keep the single product's. See docs/DESIGN.md, "Small products".
 constexpr int64_t kTailRowsMinM = 12;
 constexpr int64_t kTailRowsMinK = 32;
 constexpr int64_t kTailRowsMinBytes = 8192;
