@@ -41,8 +41,8 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
         [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {
             if (dotted) {
                 for (int64_t i = 0; i < len; ++i, oa += in.a, ob += in.b, oc += in.c)
-                    item_dots(table, side, k, alpha, a.data + oa, a.rs, b.data + ob, b.cs, beta,
-                              View<T>{c.data + oc, m, n, c.rs, c.cs});
+                    run_dots_side(table, side, k, alpha, a.data + oa, a.rs, b.data + ob, b.cs, beta,
+                                  View<T>{c.data + oc, m, n, c.rs, c.cs}, true);
                 return;
             }
             if (vectors) {

@@ -257,11 +257,12 @@ constexpr int64_t kDotsNarrowMinK = 48;
 // C (short x long) = alpha * S L^T + beta * C, S's rows (lds apart) and L's rows (ldl apart)
 // contiguous along k; C's long side split over threads (each output computed the same way on
 // any split), from the small kernels' work per thread: no barriers either (2 threads, fastgemm
-// alone: float64 32 x 200 x 300 NT 48.7 -> 94.3 GFLOP/s, 8 x 256 x 256 45.0 -> 85.7).
+// alone: float64 32 x 200 x 300 NT 48.7 -> 94.3 GFLOP/s, 8 x 256 x 256 45.0 -> 85.7). on_caller:
+// the calling thread alone (an item of a stack spread over the threads by batch).
 template <typename T>
 void run_dots(const KernelTable<T>& uk, int64_t shorter, int64_t longer, int64_t k, T alpha, const T* s, int64_t lds,
-              const T* l, int64_t ldl, T beta, T* c, int64_t rsc, int64_t csc) {
-    parallel_ranges(threads_for(shorter, longer, k, kSmallMinWorkPerThread), longer, 4,
+              const T* l, int64_t ldl, T beta, T* c, int64_t rsc, int64_t csc, bool on_caller = false) {
+    parallel_ranges(on_caller ? 1 : threads_for(shorter, longer, k, kSmallMinWorkPerThread), longer, 4,
                     [&](int, int64_t lo, int64_t hi) {
                         uk.dots(shorter, hi - lo, k, alpha, s, lds, l + lo * ldl, ldl, beta, c + lo * csc, rsc, csc);
                     });
@@ -269,21 +270,12 @@ void run_dots(const KernelTable<T>& uk, int64_t shorter, int64_t longer, int64_t
 
 // C = alpha * A B + beta * C as dots_side's `side` says (1: C's rows the short side, 2: its
 // columns, C^T = B^T A^T), A's rows (ar, lda apart) and B's columns (bt, ldb apart) both
-// contiguous along k.
+// contiguous along k; on_caller as run_dots'.
 template <typename T>
 void run_dots_side(const KernelTable<T>& uk, int side, int64_t k, T alpha, const T* ar, int64_t lda, const T* bt,
-                   int64_t ldb, T beta, View<T> c) {
-    if (side == 1) run_dots(uk, c.rows, c.cols, k, alpha, ar, lda, bt, ldb, beta, c.data, c.rs, c.cs);
-    else run_dots(uk, c.cols, c.rows, k, alpha, bt, ldb, ar, lda, beta, c.data, c.cs, c.rs);
-}
-
-// run_dots_side on the calling thread: an item of a stack spread over the threads by batch
-// (run_dots' split gives each output the same bits on any split).
-template <typename T>
-void item_dots(const KernelTable<T>& uk, int side, int64_t k, T alpha, const T* ar, int64_t lda, const T* bt,
-               int64_t ldb, T beta, View<T> c) {
-    if (side == 1) uk.dots(c.rows, c.cols, k, alpha, ar, lda, bt, ldb, beta, c.data, c.rs, c.cs);
-    else uk.dots(c.cols, c.rows, k, alpha, bt, ldb, ar, lda, beta, c.data, c.cs, c.rs);
+                   int64_t ldb, T beta, View<T> c, bool on_caller = false) {
+    if (side == 1) run_dots(uk, c.rows, c.cols, k, alpha, ar, lda, bt, ldb, beta, c.data, c.rs, c.cs, on_caller);
+    else run_dots(uk, c.cols, c.rows, k, alpha, bt, ldb, ar, lda, beta, c.data, c.cs, c.rs, on_caller);
 }
 
 // Whether try_dots takes the product: 1 for few rows, 2 for few columns, 0 not. Past
