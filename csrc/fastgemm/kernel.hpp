@@ -140,11 +140,18 @@ struct KernelTable {
 constexpr int64_t kSmallChunkBytes = 16 * 1024;
 constexpr int64_t kSmallChunkMinK = 32;
 constexpr int64_t kSmallChunkPastBytes = 256 * 1024;
-// A C of at most this many rows is one row group of the small kernels, which rereads nothing
-// of B: they take its B in one pass, where chunks would only restart the B prefetch and carry
-// the sums (float32 2 x 64 x 2000 1.29x, float64 4 x 50 x 6000 1.24x; docs/DESIGN.md, "Small
-// products").
+// A C of at most kSmallOneGroupRows rows is one row group of the small kernels, which rereads
+// nothing of B: they take its B in one pass, where chunks would only restart the B prefetch and
+// carry the sums (float32 2 x 64 x 2000 1.29x, float64 4 x 50 x 6000 1.24x), also in several
+// panels of kSmallOnePassPanelBytes or more (AVX-512: float32 3 x 100 x 3000 1.14x). Narrower
+// panels (AVX2's 64 bytes) each read part of every B row's lines, two lines a row at NumPy's
+// 16-byte offset, so several of them go in chunks (AVX2: float64 2 x 64 x 3000 0.77x in one
+// pass); see docs/DESIGN.md, "Small products".
 constexpr int64_t kSmallOneGroupRows = 4;
+constexpr int64_t kSmallOnePassPanelBytes = 256;
+constexpr bool small_one_pass(int64_t m, int64_t n, int64_t panel_cols, int64_t elem_bytes) {
+    return m <= kSmallOneGroupRows && (n <= panel_cols || panel_cols * elem_bytes >= kSmallOnePassPanelBytes);
+}
 constexpr bool small_chunks_b(int64_t row_bytes, int64_t k) {
     return row_bytes * kSmallChunkMinK <= kSmallChunkBytes && k * row_bytes > kSmallChunkPastBytes;
 }
@@ -175,12 +182,12 @@ struct Tuning {
     int64_t f64_dots_max_side;  // the same for float64
     int64_t small_chunked_any;  // 1: products whose B the small kernels take in chunks (small_chunks_b) go to them at
                                 // any work and any size of B (rows of C past 256 bytes: up to 32 rows)
-    int64_t dots_rows_max_m;    // x @ W.T up to this many rows as dot products from k = 128 (k at least a quarter of
-                                // W's rows, W within half of L3; 0: up to 4 rows only)
+    int64_t dots_rows_max_m;    // x @ W.T up to this many rows as dot products from kDotsRowsMinK (k at least
+                                // a quarter of W's rows, W within half of L3; 0: up to 4 rows only)
     int64_t few_row_groups_max_m;  // past few_rows_max_m, up to this many rows few_rows streams B once per group of at
                                    // most kFewRowsMaxM rows, when those streams fit L3 (0: never)
     int64_t f32_dots_l2_max_m;     // float32 x @ W.T up to this many rows as dot products when W fits half of L2 and
-                                   // k is at least kDotsL2MinKBytes (0: never)
+                                   // k spans kDotsL2MinKBytes (0: never)
     int64_t f64_dots_l2_max_m;     // the same for float64
 };
 

@@ -502,7 +502,7 @@ void dots_check(const fastgemm::KernelSet& ks) {
 // (never read), beta -0.5 otherwise. B one step past the bytes that chunk it (a last chunk of
 // one step), or a last chunk one step short; n a masked vector, a panel, 20 and the widest row
 // that chunks, whose rows also pass one block of carried sums (as many rows as a chunk has
-// steps).
+// steps); 2 rows chunk where small_one_pass says so (panels of AVX2's 64 bytes).
 template <typename T>
 void small_chunks_check(const fastgemm::KernelSet& ks) {
     const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
@@ -517,7 +517,7 @@ void small_chunks_check(const fastgemm::KernelSet& ks) {
         for (int64_t k : {past + 1, past + depth - 1}) {
             report(fastgemm::small_chunks_b(n * es, k) && !fastgemm::small_chunks_b(nw * es, k),
                    "small_chunks_b for the chunk check");
-            for (int64_t m : {fastgemm::kSmallOneGroupRows + 1, int64_t(13), n == widest ? depth + 5 : 0})
+            for (int64_t m : {int64_t(2), fastgemm::kSmallOneGroupRows + 1, int64_t(13), n == widest ? depth + 5 : 0})
                 for (T beta : {T(0), T(-0.5)}) {
                     if (m == 0) continue;
                     std::vector<T> a(size_t(m * k)), b(size_t(k * nw)), c0(size_t(m * nw));

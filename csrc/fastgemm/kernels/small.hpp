@@ -339,7 +339,7 @@ void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const type
     }
 }
 
-// A B that small_chunks_b chunks (kernel.hpp), for a C of more than kSmallOneGroupRows rows:
+// A B that small_chunks_b chunks (kernel.hpp), for a C that small_one_pass does not take:
 // every row group of a block of C's rows goes through a k chunk of B before the next, so each
 // group rereads the chunk from L1, where in one pass it would reread all of B from L2 or beyond
 // while A's rows stream past. The block's raw sums wait on the stack between chunks
@@ -354,7 +354,7 @@ void small_ahead(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typ
                  NextItem* next) {
     using T = typename V::T;
     const int64_t row_bytes = n * int64_t(sizeof(T));
-    if (!small_chunks_b(row_bytes, k) || m <= kSmallOneGroupRows)
+    if (!small_chunks_b(row_bytes, k) || small_one_pass(m, n, PV * V::W, sizeof(T)))
         return small_pass<V, PV>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, {}, next);
     constexpr int64_t sums_elems = kSmallSumsBytes / int64_t(sizeof(T));
     alignas(64) T sums[sums_elems];
