@@ -193,7 +193,7 @@ class Pool {
     // thread's team holds the pool. `elastic`: fn takes its work as it comes free and has no
     // barriers, so a worker that has not started by the time the caller's fn returns is
     // skipped (its share was taken by the others) instead of waited for; only a team with
-    // barriers waits for a late thread, so only its start feeds the busy-machine rule.
+    // barriers waits for a late thread, so only its start (workers awake) feeds the busy rule.
     bool run(int threads, const FunctionRef<void(int, int)>& fn, bool elastic) {
         std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
         if (!busy.owns_lock()) return false;
@@ -243,8 +243,11 @@ class Pool {
                                   ? ended
                                   : team_.last_start.load(std::memory_order_relaxed)) -
                              asked;
+        // A sleeping worker's wake-up (up to ~1 ms for an idle virtual CPU) is the sleeper
+        // rule's to weigh, not a sign of a busy machine: it fed the busy rule, whose windows,
+        // growing while every product after a pause woke sleeping workers, kept 2 threads to 1.
         if (asleep) g_sleeper_start_ns.store(late, std::memory_order_relaxed);
-        if (!elastic) note_team_start(late);
+        else if (!elastic) note_team_start(late);
         g_workers_active.store(ended, std::memory_order_relaxed);
         t_team = outer;
         return true;
