@@ -106,6 +106,44 @@ def test_both_operands_by_columns_few_rows(kernel, dtype, shape, c_layout, beta)
     assert np.array_equal(got[0], got[1]), "1 and 2 threads differ"
 
 
+# A C narrower than the tile whose last vector would leave lanes idle goes to the blocked path
+# as C^T = B^T A^T and is transposed into C (gemm.cpp, try_narrow_transposed): n narrow columns
+# of a C by rows with A by columns (too large for the small kernels to read), or n narrow rows
+# of a C by columns with B by rows (the same once oriented), the other operand either way, C's
+# elements also apart (copied one by one); k within one KC block and past it; 2 threads give 1
+# thread's bits.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("other_by_columns", [False, True])
+@pytest.mark.parametrize("c_layout", ["C", "F", "stepped"])
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_narrow_c_as_transposed(kernel, dtype, other_by_columns, c_layout, beta):
+    _, nr, _, kc, _ = tiles(kernel, dtype)
+    rng = np.random.default_rng(nr + kc)
+    for wide, k in ((300, 400), (140, kc + 3)):
+        for n in sorted({5, 6, nr // 2 + 1, nr // 2 + 2} - {nr}):
+            long_side = random_matrix(rng, (k, wide), dtype)
+            narrow = random_matrix(rng, (n, k), dtype) if other_by_columns else random_matrix(rng, (k, n), dtype).T
+            if c_layout != "F":  # wide x n: A = long_side.T by columns, B = narrow.T
+                a, b, shape = long_side.T, narrow.T, (wide, n)
+            else:  # n x wide by columns: A = narrow, B = long_side by rows
+                a, b, shape = narrow, long_side, (n, wide)
+            c0 = random_matrix(rng, shape, dtype)
+
+            def product(a=a, b=b, c0=c0):
+                placed = Placed(c0, c_layout)
+                if beta == 0:
+                    placed.arr[...] = np.nan
+                GEMM[np.dtype(dtype)](a, b, placed.arr, alpha=0.75, beta=beta)
+                assert placed.untouched_outside()
+                return placed.arr.copy()
+
+            got = on_threads(product)
+            ref, bound = reference(a, b, c0, 0.75, beta)
+            what = f"{kernel} {shape} k={k} other by columns={other_by_columns} C={c_layout} beta={beta}"
+            assert_matches(got[0], ref, bound, what)
+            assert np.array_equal(got[0], got[1]), f"{what}: 1 and 2 threads differ"
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_zero_strides(kernel, dtype):
     """np.broadcast_to gives stride-0 axes: every row (or column) is the same memory."""

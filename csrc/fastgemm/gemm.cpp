@@ -1,6 +1,7 @@
 #include "gemm.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -341,6 +342,34 @@ int64_t small_tail_rows(const KernelSet& ks, const SmallProduct<T>& sp, T beta) 
     return m * k * int64_t(sizeof(T)) >= kTailRowsMinBytes ? t : 0;
 }
 
+// A C narrower than the tile whose last vector would leave a sixth or more of its lanes idle
+// (float64: 9-13 columns fill 16 lanes) goes to the blocked path as C^T = B^T A^T, its n rows
+// in the tile's row slivers (no lane idle), into scratch, and from there into C by copy_columns'
+// register transposes; from kNarrowTransposedMinM rows (C^T's columns). See docs/DESIGN.md,
+// "Narrow C as C^T".
+constexpr int64_t kNarrowTransposedMinM = 8;
+
+template <typename T>
+bool try_narrow_transposed(const KernelSet& ks, const KernelTable<T>& uk, T alpha, const SmallProduct<T>& sp, T beta) {
+    const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols, w = uk.lanes;
+    if (n >= uk.nr || m < kNarrowTransposedMinM) return false;
+    const int64_t lanes = n <= w / 2 && uk.tiles[1].by_nv[0] ? w / 2 : (n + w - 1) / w * w;
+    if (5 * lanes < 6 * n) return false;
+    T* t = static_cast<T*>(thread_c_scratch(size_t(n * m) * sizeof(T)));
+    run(ks, alpha, View<const T>{sp.b.data, n, k, sp.b.cs, sp.b.rs}, View<const T>{sp.a.data, k, m, sp.a.cs, sp.a.rs},
+        T(0), View<T>{t, n, m, m, 1}, Epilogue<T>{});
+    if (beta == T(0) && sp.c.cs == 1) {
+        uk.copy_columns(m, n, t, m, sp.c.data, sp.c.rs);
+        return true;
+    }
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            T& cij = sp.c.data[i * sp.c.rs + j * sp.c.cs];
+            cij = beta == T(0) ? t[j * m + i] : std::fma(beta, cij, t[j * m + i]);
+        }
+    return true;
+}
+
 // m, n, k >= 1, alpha != 0.
 template <typename T>
 void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const Epilogue<T>& ep) {
@@ -417,6 +446,10 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
                 }
             },
             kSmallPiecesPerThread);
+        return;
+    }
+    if (try_narrow_transposed(ks, main, alpha, sp, beta)) {
+        if (ep.active()) apply_epilogue(main, c, ep);
         return;
     }
     if (sp.transposed && ep.bias) {

@@ -20,8 +20,19 @@ constexpr std::size_t kHugePage = std::size_t(2) << 20;
 constexpr std::size_t kShrinkFrom = std::size_t(4) << 20;
 constexpr int kShrinkAfterCalls = 32;
 
-thread_local AlignedBuffer t_scratch;
-thread_local int t_scratch_small_calls = 0;  // calls in a row that needed under a quarter of it
+// Each buffer with the calls in a row that needed under a quarter of it.
+thread_local AlignedBuffer t_scratch, t_c_scratch;
+thread_local int t_scratch_small_calls = 0, t_c_scratch_small_calls = 0;
+
+void* grown(AlignedBuffer& buf, int& small_calls, std::size_t bytes) {
+    const bool small = buf.size() >= kShrinkFrom && bytes < buf.size() / 4;
+    small_calls = small ? small_calls + 1 : 0;
+    if (bytes > buf.size() || small_calls >= kShrinkAfterCalls) {
+        buf.allocate(bytes);
+        small_calls = 0;
+    }
+    return buf.data();
+}
 
 }  // namespace
 
@@ -88,15 +99,9 @@ struct GemvChunks {
 
 }  // namespace
 
-void* thread_scratch(std::size_t bytes) {
-    const bool small = t_scratch.size() >= kShrinkFrom && bytes < t_scratch.size() / 4;
-    t_scratch_small_calls = small ? t_scratch_small_calls + 1 : 0;
-    if (bytes > t_scratch.size() || t_scratch_small_calls >= kShrinkAfterCalls) {
-        t_scratch.allocate(bytes);
-        t_scratch_small_calls = 0;
-    }
-    return t_scratch.data();
-}
+void* thread_scratch(std::size_t bytes) { return grown(t_scratch, t_scratch_small_calls, bytes); }
+
+void* thread_c_scratch(std::size_t bytes) { return grown(t_c_scratch, t_c_scratch_small_calls, bytes); }
 
 std::size_t thread_scratch_bytes() { return t_scratch.size(); }
 

@@ -38,6 +38,9 @@ class AlignedBuffer {
 // needed less than a quarter of it (after a product on many threads, say). Throws
 // std::bad_alloc.
 void* thread_scratch(std::size_t bytes);
+// The same, a second buffer: a product's result computed in full before it goes to C (the
+// blocked path, which packs into thread_scratch, writing C^T). Throws std::bad_alloc.
+void* thread_c_scratch(std::size_t bytes);
 // The size of the calling thread's thread_scratch buffer (0: none yet).
 std::size_t thread_scratch_bytes();
 
