@@ -272,10 +272,10 @@ def test_a_by_columns_read_in_place(kernel, dtype, shape, trans_b, beta):
 # from k = 128, float32 from k = 48; the short side copied along k when it is not; x @ W.T up to
 # dots_rows_max_m rows with k from 16 and a quarter of n, up to the *_dots_l2_max_m settings with
 # W within half of L2 from 1 KiB of k (512 bytes up to 12 rows), up to the *_dots_max_side
-# settings from k = 512), and a narrow C with A stored by columns through C^T's few rows (2-6
-# columns, k from 16); k
-# around the vector widths and both lines, n and m around the dot kernel's 3- and 4-wide blocks
-# and past a thread's piece.
+# settings from k = 512, float32 with up to f32_dots_idle_max_n columns that leave lanes idle
+# from k = 128), and a narrow C with A stored by columns through C^T's few rows (2-6 columns, k
+# from 16); k around the vector widths and both lines, n and m around the dot kernel's 3- and
+# 4-wide blocks and past a thread's piece.
 FEW_SHAPES = [
     (20, 23, 1000),
     (100, 24, 512),
@@ -312,6 +312,10 @@ FEW_SHAPES = [
     (8, 60, 15),
     (12, 57, 64),  # up to 12 rows from 512 bytes of k: float64 dots, float32 not
     (13, 57, 128),  # 13 rows from 1 KiB: float64 dots, float32 not
+    # float32 x @ W.T with columns that leave vector lanes idle: dots from k = 128
+    (82, 9, 352),
+    (37, 6, 128),
+    (41, 12, 127),
 ]
 
 

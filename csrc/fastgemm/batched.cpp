@@ -28,7 +28,7 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     const KernelSet& ks = active_kernels();
     const KernelTable<T>& table = main_table<T>(ks);
     const bool runs = alpha != T(0) && k > 0 && per_item == 1;
-    const int side = runs ? dots_side(ks.tuning, a, b, c) : 0;
+    const int side = runs ? dots_side(ks, a, b, c) : 0;
     GemvForm gv;
     SmallProduct<T> sp;
     const bool vectors = runs && vector_product(m, n, side) && gemv_form(a, b, c, gv);

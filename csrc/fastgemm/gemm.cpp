@@ -351,10 +351,8 @@ constexpr int64_t kNarrowTransposedMinM = 8;
 
 template <typename T>
 bool try_narrow_transposed(const KernelSet& ks, const KernelTable<T>& uk, T alpha, const SmallProduct<T>& sp, T beta) {
-    const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols, w = uk.lanes;
-    if (n >= uk.nr || m < kNarrowTransposedMinM) return false;
-    const int64_t lanes = n <= w / 2 && uk.tiles[1].by_nv[0] ? w / 2 : (n + w - 1) / w * w;
-    if (5 * lanes < 6 * n) return false;
+    const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
+    if (n >= uk.nr || m < kNarrowTransposedMinM || !lanes_idle(uk.tiles[1], n, uk.lanes)) return false;
     T* t = static_cast<T*>(thread_c_scratch(size_t(n * m) * sizeof(T)));
     run(ks, alpha, View<const T>{sp.b.data, n, k, sp.b.cs, sp.b.rs}, View<const T>{sp.a.data, k, m, sp.a.cs, sp.a.rs},
         T(0), View<T>{t, n, m, m, 1}, Epilogue<T>{});
@@ -378,7 +376,7 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     const KernelSet& ks = active_kernels();
     const KernelTable<T>& main = main_table<T>(ks);
     auto finish = [&](int64_t lo, int64_t hi, T* y, int64_t incy) { gemv_epilogue(main, m, ep, lo, hi, y, incy); };
-    const int side = dots_side(ks.tuning, a, b, c);
+    const int side = dots_side(ks, a, b, c);
     if (vector_product(m, n, side) && try_gemv(main, alpha, a, b, beta, c, finish)) return;
     if (try_dots(main, side, alpha, a, b, beta, c) || try_few_columns(ks, main, alpha, a, b, beta, c)) {
         if (ep.active()) apply_epilogue(main, c, ep);
@@ -533,7 +531,7 @@ bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T
     // either: an item equals the same product alone. Items whose B rows crowd L1 stay in place:
     // small_stack prefetches each next item, which a copy of B apart would have to wait for
     // (float64 1000 x 64^3: 1.40-1.50x NumPy in place, 0.85-0.88x copied item by item).
-    if (dots_side(ks.tuning, a, b, c) != 0 || few_columns_fit(ks, a, c)) return false;
+    if (dots_side(ks, a, b, c) != 0 || few_columns_fit(ks, a, c)) return false;
     out = orient(a, b, c);
     return out.b.cs == 1 && small_shaped(ks, out);
 }

@@ -104,7 +104,7 @@ void small_widened(const KernelSet& ks, const LowpTable<S>& lp, int threads, flo
 template <typename S>
 int float32_dots_side(const KernelSet& ks, View<const S> a, View<const S> b, View<float> c) {
     auto f32 = [](const View<const S>& v) { return View<const float>{nullptr, v.rows, v.cols, v.rs, v.cs}; };
-    return dots_side<float>(ks.tuning, f32(a), f32(b), c);
+    return dots_side<float>(ks, f32(a), f32(b), c);
 }
 
 // The columns float32 gives the dot kernel at the end of a small product laid out as this one

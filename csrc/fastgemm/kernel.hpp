@@ -68,6 +68,14 @@ auto tile_for(const Row& row, int64_t n, int lanes) {
     return n <= lanes / 2 && row.by_nv[0] ? row.by_nv[0] : row.by_nv[(n + lanes - 1) / lanes];
 }
 
+// Whether n columns leave a sixth or more of the lanes of tile_for's vectors idle (float64 on
+// 8 lanes: 9-13 columns in 16): then other forms than C's rows in vectors may pay.
+template <typename Row>
+bool lanes_idle(const Row& row, int64_t n, int lanes) {
+    const int64_t spanned = n <= lanes / 2 && row.by_nv[0] ? lanes / 2 : (n + lanes - 1) / lanes * lanes;
+    return 5 * spanned >= 6 * n;
+}
+
 // Every kernel of one element type and one register tile shape.
 template <typename T>
 struct KernelTable {
@@ -189,6 +197,8 @@ struct Tuning {
     int64_t f32_dots_l2_max_m;     // float32 x @ W.T up to this many rows as dot products when W fits half of L2 and
                                    // k spans kDotsL2MinKBytes (0: never)
     int64_t f64_dots_l2_max_m;     // the same for float64
+    int64_t f32_dots_idle_max_n;   // float32 x @ W.T with up to this many columns of C that leave lanes idle
+                                   // (lanes_idle) as dot products from kDotsIdleMinK (0: never)
 };
 
 // Low-precision inputs (S = bfloat16_t or float16_t) on the float32 kernels: packers that

@@ -280,7 +280,10 @@ void run_dots_side(const KernelTable<T>& uk, int side, int64_t k, T alpha, const
 
 // Whether try_dots takes the product: 1 for few rows, 2 for few columns, 0 not. Past
 // kDotsMaxSide, products with A's rows and B's columns both along k (x @ W.T, nothing to copy):
-// up to tuning.dots_rows_max_m rows with k from kDotsRowsMinK, at least a quarter of the long
+// float32 with up to tuning.f32_dots_idle_max_n columns that leave a sixth or more of the small
+// kernels' lanes idle (lanes_idle: 5-6 or 9-12 of 16-lane vectors), k from kDotsIdleMinK (82 x
+// 9 x 352 0.74x -> 1.12x NumPy; float64 lost, shorter k spent the gain on adding up lanes); up to
+// tuning.dots_rows_max_m rows with k from kDotsRowsMinK, at least a quarter of the long
 // side, and the long operand within half of L3 (8 x 256 x 256 float64 0.88x -> 1.35x NumPy; W
 // is reread per 3 rows, and 8 x 4096 x 4096 lost 5%; the small path copies all of W for those
 // rows: float32 6 x 169 x 107 0.73x -> 1.12x, float64 5 x 181 x 124 0.60x -> 1.04x); up to
@@ -295,14 +298,20 @@ constexpr int64_t kDotsRowsMinK = 16;
 constexpr int64_t kDotsWideMinK = 512;
 constexpr int64_t kDotsL2MinKBytes = 1024;
 constexpr int64_t kDotsL2FewRows = 12, kDotsL2FewRowsMinKBytes = 512;
+constexpr int64_t kDotsIdleMinK = 128;
 
 template <typename T>
-int dots_side(const Tuning& t, View<const T> a, View<const T> b, View<T> c) {
+int dots_side(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c) {
+    const Tuning& t = ks.tuning;
     const int64_t k = a.cols;
     if (c.rows <= kDotsMaxSide && b.rs == 1) return k * int64_t(sizeof(T)) >= kDotsFewRowsMinKBytes ? 1 : 0;
     const int64_t narrow_min_k = sizeof(T) == 4 ? kDotsNarrowMinK : kDotsMinK;
     if (c.cols <= kDotsMaxSide && a.cs == 1 && k >= narrow_min_k) return 2;
     if (a.cs != 1 || b.rs != 1) return 0;
+    const KernelTable<T>& uk = main_table<T>(ks);
+    if (sizeof(T) == 4 && c.cols <= t.f32_dots_idle_max_n && k >= kDotsIdleMinK &&
+        lanes_idle(uk.tiles[1], c.cols, uk.lanes))
+        return 2;
     if (c.rows <= t.dots_rows_max_m && k >= kDotsRowsMinK && 4 * k >= c.cols &&
         2.0 * double(c.cols) * double(k) * double(sizeof(T)) <= double(caches().l3.size))
         return 1;

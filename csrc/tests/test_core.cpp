@@ -633,7 +633,7 @@ void kernel_lookup_and_threads() {
                    t.small_narrow_bytes >= 0 && t.a_in_place_slivers >= 0 && t.small_max_b_l1s >= 0 &&
                    t.small_columns_max_m >= 0 && t.f32_dots_max_side >= 0 && t.f64_dots_max_side >= 0 &&
                    (t.small_chunked_any == 0 || t.small_chunked_any == 1) && t.dots_rows_max_m >= 0 &&
-                   t.f32_dots_l2_max_m >= 0 && t.f64_dots_l2_max_m >= 0,
+                   t.f32_dots_l2_max_m >= 0 && t.f64_dots_l2_max_m >= 0 && t.f32_dots_idle_max_n >= 0,
                std::string("find_kernels and tuning of ") + ks->name);
     }
     expect_throw<std::invalid_argument>("find_kernels: unknown name", [] { fastgemm::find_kernels("nope", false); });

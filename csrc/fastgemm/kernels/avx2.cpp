@@ -273,10 +273,12 @@ struct Avx2I8 {
 // A stored by columns read in place for up to 4 slivers of B ("A read in place"); x @ W.T up to 24 rows
 // or columns as dot products in both types ("Dot products"); no few-row groups past 6 rows (Zen 4,
 // session 23: 1.07x the packed path at 16 x 512 x 512, 0.63-0.91x at 12 x 2048 x 2048 and from 32
-// rows). Head columns only matter in place; see docs/DESIGN.md, "Measured decisions".
+// rows); float32 x @ W.T of 5-6 columns as dots (Zen 4 running avx2, session 27: 1.4-1.9x the
+// small kernels; 10 columns lost, 0.78-0.90x). Head columns only matter in place; see
+// docs/DESIGN.md, "Measured decisions".
 constexpr KernelSet avx2_kernels{
     "avx2", "AVX2+FMA", &runs_avx2,
-    Tuning{0, 0, int64_t(128) * 128 * 128, 16, 6, 12, 80, 4, 0, 0, 24, 24, 1, 8, 0, 0, 0},
+    Tuning{0, 0, int64_t(128) * 128 * 128, 16, 6, 12, 80, 4, 0, 0, 24, 24, 1, 8, 0, 0, 0, 6},
     kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(), kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
     kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(), kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
     kernels::lowp_kernels<Avx2F32, Avx2Bf16, Avx2F16, Avx2Narrow, 6, 2>(),

@@ -130,7 +130,7 @@ constexpr KernelSet generic_kernels{
     "generic",
     "portable C++",
     &runs_anywhere,
-    Tuning{256, 128, int64_t(512) * 512 * 512, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    Tuning{256, 128, int64_t(512) * 512 * 512, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
     kernels::kernel_table<Scalar<float>, 4, 8>(),
     kernels::kernel_table<Scalar<double>, 4, 4>(),
     kernels::kernel_table<Scalar<float>, 4, 8>(),

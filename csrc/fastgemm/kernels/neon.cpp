@@ -219,14 +219,15 @@ struct NeonI8 {
 
 // Today's thresholds for every ISA: they were measured on Zen 4 AVX-512 only; see
 // docs/DESIGN.md, "Measured decisions".
-constexpr KernelSet neon_kernels{"neon", "NEON (Advanced SIMD)", &runs_neon,
-                                 Tuning{256, 128, int64_t(512) * 512 * 512, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-                                 kernels::kernel_table<NeonF32, 8, 3>(), kernels::kernel_table<NeonF64, 8, 3>(),
-                                 // No aarch64 machine to measure a skinny tile on: reuse the main one.
-                                 kernels::kernel_table<NeonF32, 8, 3>(), kernels::kernel_table<NeonF64, 8, 3>(),
-                                 kernels::lowp_kernels<NeonF32, NeonBf16, NeonF16, NeonNarrow, 8, 3>(),
-                                 // 8 x 8 int32: 16 accumulators. GCC 12 spilled 8 x 12's (10 stack loads per 4
-                                 // k steps); counted in the generated code, not timed.
-                                 kernels::int8_kernels<NeonI8, 8, 2>("NEON smlal")};
+constexpr KernelSet neon_kernels{
+    "neon", "NEON (Advanced SIMD)", &runs_neon,
+    Tuning{256, 128, int64_t(512) * 512 * 512, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+    kernels::kernel_table<NeonF32, 8, 3>(), kernels::kernel_table<NeonF64, 8, 3>(),
+    // No aarch64 machine to measure a skinny tile on: reuse the main one.
+    kernels::kernel_table<NeonF32, 8, 3>(), kernels::kernel_table<NeonF64, 8, 3>(),
+    kernels::lowp_kernels<NeonF32, NeonBf16, NeonF16, NeonNarrow, 8, 3>(),
+    // 8 x 8 int32: 16 accumulators. GCC 12 spilled 8 x 12's (10 stack loads per 4
+    // k steps); counted in the generated code, not timed.
+    kernels::int8_kernels<NeonI8, 8, 2>("NEON smlal")};
 
 }  // namespace fastgemm
