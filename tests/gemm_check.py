@@ -136,6 +136,25 @@ def check_into_placed(a, b, c0, layout, alpha, beta, what):
     assert c.untouched_outside(), f"{what}: wrote outside C"
 
 
+def check_placed_on_threads(a, b, c0, layout, alpha, beta, what):
+    """sgemm / dgemm (by dtype) into C = c0 placed with `layout` (NaN-filled for beta 0: no NaN
+    may survive) on 1 and 2 threads: nothing outside C changes, the 1-thread result matches the
+    reference, and the 2-thread one has its bits."""
+
+    def product():
+        placed = Placed(c0, layout)
+        if beta == 0:
+            placed.arr[...] = np.nan
+        GEMM[np.dtype(c0.dtype)](a, b, placed.arr, alpha=alpha, beta=beta)
+        assert placed.untouched_outside(), f"{what}: wrote outside C"
+        return placed.arr.copy()
+
+    got = on_threads(product)
+    ref, bound = reference(a, b, c0, alpha, beta)
+    assert_matches(got[0], ref, bound, what)
+    assert np.array_equal(got[0], got[1]), f"{what}: 1 and 2 threads differ"
+
+
 def tiles(kernel, dtype):
     """mr, nr, mc, kc, nc of `kernel` for `dtype`."""
     t = fastgemm._core.kernel_info(kernel)["float32" if np.dtype(dtype) == np.float32 else "float64"]

@@ -12,7 +12,7 @@ from gemm_check import (
     Placed,
     assert_matches,
     check_into_placed,
-    on_threads,
+    check_placed_on_threads,
     random_matrix,
     reference,
     tiles,
@@ -91,19 +91,7 @@ def test_both_operands_by_columns_few_rows(kernel, dtype, shape, c_layout, beta)
     x = random_matrix(rng, (k, m), dtype)
     w = random_matrix(rng, (n, k), dtype)
     c0 = random_matrix(rng, (m, n), dtype)
-
-    def product():
-        placed = Placed(c0, c_layout)
-        if beta == 0:
-            placed.arr[...] = np.nan
-        GEMM[np.dtype(dtype)](x.T, w.T, placed.arr, alpha=0.75, beta=beta)
-        assert placed.untouched_outside()
-        return placed.arr.copy()
-
-    got = on_threads(product)
-    ref, bound = reference(x.T, w.T, c0, 0.75, beta)
-    assert_matches(got[0], ref, bound, f"{kernel} {shape} C={c_layout} beta={beta}")
-    assert np.array_equal(got[0], got[1]), "1 and 2 threads differ"
+    check_placed_on_threads(x.T, w.T, c0, c_layout, 0.75, beta, f"{kernel} {shape} C={c_layout} beta={beta}")
 
 
 # A C narrower than the tile whose last vector would leave lanes idle goes to the blocked path
@@ -128,20 +116,8 @@ def test_narrow_c_as_transposed(kernel, dtype, other_by_columns, c_layout, beta)
             else:  # n x wide by columns: A = narrow, B = long_side by rows
                 a, b, shape = narrow, long_side, (n, wide)
             c0 = random_matrix(rng, shape, dtype)
-
-            def product(a=a, b=b, c0=c0):
-                placed = Placed(c0, c_layout)
-                if beta == 0:
-                    placed.arr[...] = np.nan
-                GEMM[np.dtype(dtype)](a, b, placed.arr, alpha=0.75, beta=beta)
-                assert placed.untouched_outside()
-                return placed.arr.copy()
-
-            got = on_threads(product)
-            ref, bound = reference(a, b, c0, 0.75, beta)
             what = f"{kernel} {shape} k={k} other by columns={other_by_columns} C={c_layout} beta={beta}"
-            assert_matches(got[0], ref, bound, what)
-            assert np.array_equal(got[0], got[1]), f"{what}: 1 and 2 threads differ"
+            check_placed_on_threads(a, b, c0, c_layout, 0.75, beta, what)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

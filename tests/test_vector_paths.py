@@ -6,7 +6,16 @@ import numpy as np
 import pytest
 
 import fastgemm
-from gemm_check import DTYPES, GEMM, Placed, assert_matches, on_threads, random_matrix, reference
+from gemm_check import (
+    DTYPES,
+    GEMM,
+    Placed,
+    assert_matches,
+    check_placed_on_threads,
+    on_threads,
+    random_matrix,
+    reference,
+)
 
 # (m, n, k): one-row, one-column, vectors longer than one partial-sum chunk, primes, one row
 # against a matrix past kStreamDeepBytes (16 MiB as float32; 8 rows of it a pass, then 4, then
@@ -337,19 +346,7 @@ def test_few_rows_or_columns_any_layout(kernel, dtype, shape, layout, beta):
     a[...] = random_matrix(rng, (m, k), dtype)
     b[...] = random_matrix(rng, (k, n), dtype)
     c0 = random_matrix(rng, (m, n), dtype)
-
-    def product():
-        placed = Placed(c0)
-        if beta == 0:
-            placed.arr[...] = np.nan  # must not survive
-        GEMM[np.dtype(dtype)](a, b, placed.arr, alpha=1.5, beta=beta)
-        assert placed.untouched_outside()
-        return placed.arr.copy()
-
-    got = on_threads(product)
-    ref, bound = reference(a, b, c0, 1.5, beta, False, False)
-    assert_matches(got[0], ref, bound, f"{kernel} {shape} {layout} beta={beta}")
-    assert np.array_equal(got[0], got[1]), "1 and 2 threads differ"
+    check_placed_on_threads(a, b, c0, "C", 1.5, beta, f"{kernel} {shape} {layout} beta={beta}")
     bias = random_matrix(rng, (n,), dtype)
     fused = fastgemm.gemm(a, b, bias=bias, activation="relu")
     want = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias, 0)

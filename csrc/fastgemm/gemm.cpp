@@ -278,6 +278,19 @@ bool try_dots(const KernelTable<T>& uk, int side, T alpha, View<const T> a, View
     return true;
 }
 
+// C's rows [lo, hi) = C^T's columns, C^T (C's columns as rows, ldt apart) computed with beta 0
+// into scratch t, then beta * C added with one rounding (fma), as the kernels finish: with beta 0
+// and C's rows contiguous, the register transposes of copy_columns write C.
+template <typename T>
+void put_transposed(const KernelTable<T>& uk, int64_t lo, int64_t hi, const T* t, int64_t ldt, T beta, View<T> c) {
+    if (beta == T(0) && c.cs == 1) return uk.copy_columns(hi - lo, c.cols, t + lo, ldt, c.data + lo * c.rs, c.rs);
+    for (int64_t i = lo; i < hi; ++i)
+        for (int64_t j = 0; j < c.cols; ++j) {
+            T& cij = c.data[i * c.rs + j * c.cs];
+            cij = beta == T(0) ? t[j * ldt + i] : std::fma(beta, cij, t[j * ldt + i]);
+        }
+}
+
 // A narrow C with A stored by columns (x.T @ w with few columns of w): C^T = B^T A^T is a
 // few-row product that streams A^T's rows (A's columns) once, where the tiles would pack all of
 // A for one sliver of a few columns. C^T's rows are C's columns, not contiguous: each thread's
@@ -301,16 +314,7 @@ void run_few_columns(const KernelTable<T>& uk, T alpha, View<const T> a, View<co
             uk.few_rows(rows, hi - lo, k, alpha, b.data + i0 * b.cs, b.cs, b.rs, a.data + lo, a.cs, T(0),
                         t + i0 * m + lo, m, reinterpret_cast<T*>(chunk));
         },
-        [&](int64_t lo, int64_t hi) {
-            // C^T's rows are C's columns: with beta 0 and C's rows contiguous, the register
-            // transposes of copy_columns write C.
-            if (beta == T(0) && c.cs == 1) return uk.copy_columns(hi - lo, n, t + lo, m, c.data + lo * c.rs, c.rs);
-            for (int64_t i = lo; i < hi; ++i)
-                for (int64_t j = 0; j < n; ++j) {
-                    T& cij = c.data[i * c.rs + j * c.cs];
-                    cij = beta == T(0) ? t[j * m + i] : t[j * m + i] + beta * cij;
-                }
-        });
+        [&](int64_t lo, int64_t hi) { put_transposed(uk, lo, hi, t, m, beta, c); });
 }
 
 template <typename T>
@@ -356,15 +360,7 @@ bool try_narrow_transposed(const KernelSet& ks, const KernelTable<T>& uk, T alph
     T* t = static_cast<T*>(thread_c_scratch(size_t(n * m) * sizeof(T)));
     run(ks, alpha, View<const T>{sp.b.data, n, k, sp.b.cs, sp.b.rs}, View<const T>{sp.a.data, k, m, sp.a.cs, sp.a.rs},
         T(0), View<T>{t, n, m, m, 1}, Epilogue<T>{});
-    if (beta == T(0) && sp.c.cs == 1) {
-        uk.copy_columns(m, n, t, m, sp.c.data, sp.c.rs);
-        return true;
-    }
-    for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) {
-            T& cij = sp.c.data[i * sp.c.rs + j * sp.c.cs];
-            cij = beta == T(0) ? t[j * m + i] : std::fma(beta, cij, t[j * m + i]);
-        }
+    put_transposed(uk, 0, m, t, m, beta, sp.c);
     return true;
 }
 
