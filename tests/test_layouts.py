@@ -4,6 +4,7 @@ strides, misaligned or odd-byte-strided C, and C overlapping A or B."""
 import numpy as np
 import pytest
 
+import fastgemm
 from gemm_check import (
     DTYPES,
     ELEMENT_LAYOUTS,
@@ -118,6 +119,38 @@ def test_narrow_c_as_transposed(kernel, dtype, other_by_columns, c_layout, beta)
             c0 = random_matrix(rng, shape, dtype)
             what = f"{kernel} {shape} k={k} other by columns={other_by_columns} C={c_layout} beta={beta}"
             check_placed_on_threads(a, b, c0, c_layout, 0.75, beta, what)
+
+
+# A C narrower than one vector with A by columns that the small kernels would run with idle
+# lanes (float32 9-12 columns in 16), in half-width vectors past 200 rows (7-8 columns), or a
+# few-column product past 200 rows with short k, goes to the small kernels as C^T = B^T A^T and
+# is put into C (gemm.cpp, try_narrow_small_transposed): C of either order (by columns: n
+# narrow rows, B by rows; a C with elements apart takes other paths), the narrow operand either
+# way, beta 0 and 0.5; 2 threads give 1 thread's bits, and an item of a stack the single
+# product's.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("other_by_columns", [False, True])
+@pytest.mark.parametrize("c_layout", ["C", "F", "stepped"])
+@pytest.mark.parametrize("beta", [0.0, 0.5])
+def test_narrow_c_small_as_transposed(kernel, dtype, other_by_columns, c_layout, beta):
+    rng = np.random.default_rng(7)
+    for wide, k in ((677, 150), (300, 40), (250, 100), (8, 16)):
+        for n in (2, 3, 5, 6, 7, 8, 9, 11, 12):
+            long_side = random_matrix(rng, (k, wide), dtype)
+            narrow = random_matrix(rng, (n, k), dtype) if other_by_columns else random_matrix(rng, (k, n), dtype).T
+            if c_layout != "F":
+                a, b, shape = long_side.T, narrow.T, (wide, n)
+            else:
+                a, b, shape = narrow, long_side, (n, wide)
+            c0 = random_matrix(rng, shape, dtype)
+            what = f"{kernel} {shape} k={k} other by columns={other_by_columns} C={c_layout} beta={beta}"
+            check_placed_on_threads(a, b, c0, c_layout, 0.75, beta, what)
+    if beta == 0.0 and c_layout == "C":
+        xs = random_matrix(rng, (3, 150, 677), dtype)
+        ws = random_matrix(rng, (3, 11, 150), dtype) if other_by_columns else random_matrix(rng, (3, 150, 11), dtype)
+        a, b = np.swapaxes(xs, 1, 2), np.swapaxes(ws, 1, 2) if other_by_columns else ws
+        stack = fastgemm.matmul(a, b)
+        assert np.array_equal(stack[1], fastgemm.matmul(a[1], b[1])), f"{kernel}: stack item differs"
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -297,11 +297,21 @@ void put_transposed(const KernelTable<T>& uk, int64_t lo, int64_t hi, const T* t
 // piece goes through scratch and into C (with beta) right after. From 2 columns up to
 // few_rows_max_m and 40 bytes a row of C, k from 16 (k = 3 and 8 lost, 16 won); see
 // docs/DESIGN.md, "Few rows".
+// Past kNarrowShortMinM rows with k up to kFewColumnsShortMaxK the small kernels take C^T
+// instead (try_narrow_small_transposed): the few-row kernels pass over C^T's partial sums once
+// per 2-4 rows of A^T, too often for so short a k (float32 2469 x 6 x 18 A.T @ W.T 0.85x ->
+// 1.02x NumPy, float64 2346 x 2 x 41 0.80x -> 0.98x; under 100 rows lost up to a fifth, and 5
+// columns with k of 77-117 a fifth).
+constexpr int64_t kNarrowShortMinM = 200;
+constexpr int64_t kFewColumnsShortMaxK = 48;
+
+bool few_columns_short(int64_t m, int64_t k) { return m >= kNarrowShortMinM && k <= kFewColumnsShortMaxK; }
+
 template <typename T>
 bool few_columns_fit(const KernelSet& ks, View<const T> a, View<T> c) {
     const int64_t n = c.cols;
     return a.rs == 1 && c.rs != 1 && n >= 2 && n <= ks.tuning.few_rows_max_m && n * int64_t(sizeof(T)) <= 40 &&
-           a.cols >= 16;
+           a.cols >= 16 && !few_columns_short(c.rows, a.cols);
 }
 
 template <typename T>
@@ -364,6 +374,53 @@ bool try_narrow_transposed(const KernelSet& ks, const KernelTable<T>& uk, T alph
     return true;
 }
 
+// A C narrower than one vector with A stored by columns (x.T @ w) as C^T = B^T A^T on the small
+// kernels: C^T's n rows run along m in whole vectors, its B is A^T (A's columns) read in place,
+// and each thread's columns of C^T (C's rows) go through scratch into C right after
+// (put_transposed: beta with one rounding, as the kernels finish). Taken where C's rows would
+// leave a fifth or more of the small kernels' lanes idle (float32 9-12 columns in 16: 677 x 9 x
+// 150 A.T @ W 0.85x -> 1.13x NumPy, 2707 x 11 x 253 1.85x -> 2.52x; 13 columns lost up to 8%),
+// for the few-column products few_columns_short leaves, and past kNarrowShortMinM rows with k
+// up to kHalfRowsMaxK for rows in half-width vectors (float32 7-8 columns on AVX-512: 838 x 8 x
+// 115 0.77x -> 1.15x, 2046 x 7 x 50 1.22x -> 1.75x); from kNarrowSmallMinM rows and
+// kNarrowSmallMinK of k. small_product declines these as stack items, so each item goes
+// through gemm and has the single product's bits. See docs/DESIGN.md, "Narrow C as C^T".
+constexpr int64_t kNarrowSmallMinM = 8;
+constexpr int64_t kNarrowSmallMinK = 16;
+constexpr int64_t kHalfRowsMaxK = 128;
+
+// C^T's product (oriented) for sp, where try_narrow_small_transposed takes it; c.rows 0 where not.
+template <typename T>
+SmallProduct<T> narrow_small_transposed(const KernelSet& ks, const SmallProduct<T>& sp) {
+    const KernelTable<T>& uk = main_table<T>(ks);
+    const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
+    const SmallProduct<T> st{
+        {sp.b.data, n, k, sp.b.cs, sp.b.rs}, {sp.a.data, k, m, sp.a.cs, 1}, {nullptr, n, m, m, 1}, false};
+    SmallProduct<T> none{};
+    if (n >= uk.lanes || sp.a.rs != 1 || sp.a.cs == 1 || m < kNarrowSmallMinM || k < kNarrowSmallMinK) return none;
+    const bool half_rows = 2 * n <= uk.lanes && m >= kNarrowShortMinM && k <= kHalfRowsMaxK;
+    if (4 * lanes_spanned(uk.tiles[1], n, uk.lanes) < 5 * n && !few_columns_short(m, k) && !half_rows) return none;
+    if (!small_reads_a(ks.tuning, n, m, k, st.a.cs, sizeof(T)) || small_b_chunks(st)) return none;
+    return st;
+}
+
+template <typename T>
+bool try_narrow_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, int threads, T alpha,
+                                 const SmallProduct<T>& sp, T beta) {
+    const SmallProduct<T> st = narrow_small_transposed(ks, sp);
+    const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
+    if (st.c.rows == 0) return false;
+    T* t = static_cast<T*>(thread_c_scratch(size_t(n * m) * sizeof(T)));
+    parallel_ranges(
+        threads, m, uk.lanes,
+        [&](int, int64_t lo, int64_t hi) {
+            uk.small(n, hi - lo, k, alpha, st.a.data, st.a.rs, st.a.cs, st.b.data + lo, st.b.rs, T(0), t + lo, m);
+            put_transposed(uk, lo, hi, t, m, beta, sp.c);
+        },
+        kSmallPiecesPerThread);
+    return true;
+}
+
 // m, n, k >= 1, alpha != 0.
 template <typename T>
 void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const Epilogue<T>& ep) {
@@ -396,6 +453,10 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
     }
     if (plan != SmallB::none && !stream) {
         const int threads = threads_for(m, n, k, kSmallMinWorkPerThread);
+        if (try_narrow_small_transposed(ks, main, threads, alpha, sp, beta)) {
+            if (ep.active()) apply_epilogue(main, c, ep);
+            return;
+        }
         // The last columns first, as dot products (small_tail_dots) or with A by columns on the
         // few-row kernels (small_tail_rows), then the rest as a small product of whole vectors;
         // C's view shrinks with sp's (its rows when transposed).
@@ -529,7 +590,7 @@ bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T
     // (float64 1000 x 64^3: 1.40-1.50x NumPy in place, 0.85-0.88x copied item by item).
     if (dots_side(ks, a, b, c) != 0 || few_columns_fit(ks, a, c)) return false;
     out = orient(a, b, c);
-    return out.b.cs == 1 && small_shaped(ks, out);
+    return out.b.cs == 1 && small_shaped(ks, out) && narrow_small_transposed(ks, out).c.rows == 0;
 }
 
 template <typename T>

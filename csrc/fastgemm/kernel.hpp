@@ -68,12 +68,17 @@ auto tile_for(const Row& row, int64_t n, int lanes) {
     return n <= lanes / 2 && row.by_nv[0] ? row.by_nv[0] : row.by_nv[(n + lanes - 1) / lanes];
 }
 
+// The lanes tile_for's vectors span for n columns (half a vector where the row has a half tile).
+template <typename Row>
+int64_t lanes_spanned(const Row& row, int64_t n, int lanes) {
+    return n <= lanes / 2 && row.by_nv[0] ? lanes / 2 : (n + lanes - 1) / lanes * lanes;
+}
+
 // Whether n columns leave a sixth or more of the lanes of tile_for's vectors idle (float64 on
 // 8 lanes: 9-13 columns in 16): then other forms than C's rows in vectors may pay.
 template <typename Row>
 bool lanes_idle(const Row& row, int64_t n, int lanes) {
-    const int64_t spanned = n <= lanes / 2 && row.by_nv[0] ? lanes / 2 : (n + lanes - 1) / lanes * lanes;
-    return 5 * spanned >= 6 * n;
+    return 5 * lanes_spanned(row, n, lanes) >= 6 * n;
 }
 
 // Every kernel of one element type and one register tile shape.

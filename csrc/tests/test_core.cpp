@@ -282,6 +282,17 @@ void run_kernel(const fastgemm::KernelSet& ks, bool packed = false) {
                     run_case<T>(ks.name,
                                 {s[0], s[1], s[2], Layout(la), Layout(lb), Layout(lc), 1.5, -1.0, false, false},
                                 packed);
+    // A narrow C with A by columns: the small kernels on C^T, each thread's piece put into C
+    // (gemm.cpp, try_narrow_small_transposed; 12 of 16 lanes, and a few-column product past 200
+    // rows with short k), every B and C layout, beta 0 and not.
+    const int64_t idle = std::max<int64_t>(2, uk.lanes * 3 / 4);
+    for (const auto& s : std::vector<std::vector<int64_t>>{{300, idle, 40}, {250, 7, 100}})
+        for (int lb = 0; lb < kLayouts; ++lb)
+            for (int lc = 0; lc < kLayouts; ++lc)
+                run_case<T>(
+                    ks.name,
+                    {s[0], s[1], s[2], kColMajor, Layout(lb), Layout(lc), 0.75, lc % 2 ? 0.5 : 0.0, false, false},
+                    packed);
     for (const auto& s : std::vector<std::vector<int64_t>>{{1, 1, 1}, {mr + 1, nr + 1, 3}, {mr - 1, nr - 1, 0}}) {
         for (int lc = 0; lc < kLayouts; ++lc) {
             run_case<T>(ks.name, {s[0], s[1], s[2], kRowMajor, kColMajor, Layout(lc), 1.0, 0.0, true, false}, packed);
