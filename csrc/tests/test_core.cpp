@@ -423,26 +423,27 @@ void gemv_tail(const fastgemm::KernelSet& ks) {
 // copy_columns: every element of a B stored by columns lands at its row-major place, and
 // nothing between the rows (ld > n) or past the last one is written; k and n around the
 // vector width and its square (the register transposes' blocks and both tails, the last rows
-// from half a vector transposed too).
+// from half a vector transposed too), and 2-8 columns into rows back to back (ld == n: woven).
 template <typename T>
 void copy_columns(const fastgemm::KernelSet& ks) {
     const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
     const int64_t w = uk.lanes;
     for (int64_t k : {int64_t(1), w / 2 - 1, w / 2, w - 1, w, w + 1, w + w / 2, 3 * w + 2})
-        for (int64_t n : {int64_t(1), w - 1, w, 2 * w + 3}) {
-            if (k < 1 || n < 1) continue;
-            const int64_t csb = k + 3, ld = n + 5;
-            std::vector<T> b(size_t(n * csb)), dst(size_t(k * ld + 7), T(-1));
-            for (int64_t e = 0; e < n * csb; ++e) b[size_t(e)] = T(e);
-            uk.copy_columns(k, n, b.data(), csb, dst.data(), ld);
-            bool ok = true;
-            for (int64_t e = 0; e < k * ld + 7; ++e) {
-                const int64_t p = e / ld, j = e % ld;
-                ok = ok && dst[size_t(e)] == (p < k && j < n ? b[size_t(j * csb + p)] : T(-1));
+        for (int64_t n : {int64_t(1), int64_t(2), int64_t(3), int64_t(7), w - 1, w, 2 * w + 3})
+            for (int64_t pad : {int64_t(5), int64_t(0)}) {
+                if (k < 1 || n < 1) continue;
+                const int64_t csb = k + 3, ld = n + pad;
+                std::vector<T> b(size_t(n * csb)), dst(size_t(k * ld + 7), T(-1));
+                for (int64_t e = 0; e < n * csb; ++e) b[size_t(e)] = T(e);
+                uk.copy_columns(k, n, b.data(), csb, dst.data(), ld);
+                bool ok = true;
+                for (int64_t e = 0; e < k * ld + 7; ++e) {
+                    const int64_t p = e / ld, j = e % ld;
+                    ok = ok && dst[size_t(e)] == (p < k && j < n ? b[size_t(j * csb + p)] : T(-1));
+                }
+                report(ok, std::string(ks.name) + " " + type_name<T>() + " copy_columns k=" + std::to_string(k) +
+                               " n=" + std::to_string(n) + " ld=" + std::to_string(ld));
             }
-            report(ok, std::string(ks.name) + " " + type_name<T>() + " copy_columns k=" + std::to_string(k) +
-                           " n=" + std::to_string(n));
-        }
 }
 
 // dots: m x n dot products of rows along k against a double reference (small integers, so
