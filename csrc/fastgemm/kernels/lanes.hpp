@@ -28,50 +28,17 @@ constexpr int lane_picks_max_k = 0;
 template <typename V>
 constexpr int lane_picks_max_k<V, std::void_t<decltype(V::kLanePicksMaxK)>> = V::kLanePicksMaxK;
 
-// The permutes for K: pick(v, p) (v: the K vectors and, for odd K, one more, any value) gives
-// the vector whose lane l is element l * K + p of the W * K elements in v: ceil(K / 2)
-// two-register permutes and the blends between them.
+// K vectors gathered from the W * K elements that K vectors v hold (element s in v[s / W], lane
+// s % W; for odd K one more vector, any value): lane l of vector o is element at(o, l). Each
+// takes ceil(K / 2) two-register permutes and the blends between them.
 template <typename V, int K>
-struct LanePicks {
+struct LaneGather {
     static constexpr int kPairs = (K + 1) / 2;
     typename V::index ix[K][kPairs];
     typename V::mask from[K][kPairs];
 
-    LanePicks() {
-        using M = typename V::mask;
-        constexpr int W = V::W;
-        for (int p = 0; p < K; ++p)
-            for (int c = 0; c < kPairs; ++c) {
-                int lane[W];
-                M m = 0;
-                for (int l = 0; l < W; ++l) {
-                    const int e = l * K + p - 2 * W * c;  // its place in register pair c
-                    lane[l] = e & (2 * W - 1);
-                    if (e >= 0 && e < 2 * W) m = M(m | (M(1) << l));
-                }
-                ix[p][c] = V::make_index(lane);
-                from[p][c] = m;
-            }
-    }
-    typename V::reg pick(const typename V::reg* v, int p) const {
-        typename V::reg r = V::permute2(v[0], ix[p][0], v[1]);
-#pragma GCC unroll 4
-        for (int c = 1; c < kPairs; ++c) r = V::blend(from[p][c], r, V::permute2(v[2 * c], ix[p][c], v[2 * c + 1]));
-        return r;
-    }
-};
-
-// The picks undone: weave(v, o) gives vector o of the W * K elements that K vectors v hold
-// element by element (v[p]'s lane g is element p of group g; lane l of the result is element
-// (o * W + l) % K of group (o * W + l) / K): ceil(K / 2) two-register permutes and the blends
-// between them, as LanePicks.
-template <typename V, int K>
-struct LaneWeave {
-    static constexpr int kPairs = (K + 1) / 2;
-    typename V::index ix[K][kPairs];
-    typename V::mask from[K][kPairs];
-
-    LaneWeave() {
+    template <typename At>
+    explicit LaneGather(At at) {
         using M = typename V::mask;
         constexpr int W = V::W;
         for (int o = 0; o < K; ++o)
@@ -79,20 +46,36 @@ struct LaneWeave {
                 int lane[W];
                 M m = 0;
                 for (int l = 0; l < W; ++l) {
-                    const int e = o * W + l, q = e % K;  // from vector q, its lane e / K
-                    lane[l] = e / K + (q == 2 * c + 1 ? W : 0);
-                    if (q / 2 == c) m = M(m | (M(1) << l));
+                    const int e = at(o, l) - 2 * W * c;  // its place in register pair c
+                    lane[l] = e & (2 * W - 1);
+                    if (e >= 0 && e < 2 * W) m = M(m | (M(1) << l));
                 }
                 ix[o][c] = V::make_index(lane);
                 from[o][c] = m;
             }
     }
-    typename V::reg weave(const typename V::reg* v, int o) const {
+    typename V::reg get(const typename V::reg* v, int o) const {
         typename V::reg r = V::permute2(v[0], ix[o][0], v[1]);
 #pragma GCC unroll 4
         for (int c = 1; c < kPairs; ++c) r = V::blend(from[o][c], r, V::permute2(v[2 * c], ix[o][c], v[2 * c + 1]));
         return r;
     }
+};
+
+// The picks for K: pick(v, p) gives the vector whose lane l is element l * K + p of the W * K
+// elements in v (W groups of K back to back, element p of every group).
+template <typename V, int K>
+struct LanePicks : LaneGather<V, K> {
+    LanePicks() : LaneGather<V, K>([](int p, int l) { return l * K + p; }) {}
+    typename V::reg pick(const typename V::reg* v, int p) const { return this->get(v, p); }
+};
+
+// The picks undone: weave(v, o) gives vector o of the W groups of K elements back to back that
+// v holds element by element (v[p]'s lane g is element p of group g).
+template <typename V, int K>
+struct LaneWeave : LaneGather<V, K> {
+    LaneWeave() : LaneGather<V, K>([](int o, int l) { return (o * V::W + l) % K * V::W + (o * V::W + l) / K; }) {}
+    typename V::reg weave(const typename V::reg* v, int o) const { return this->get(v, o); }
 };
 
 // V::reduce's tree across registers: sum(v) adds up the K vectors v of W / K groups of K lanes
