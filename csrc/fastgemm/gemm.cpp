@@ -222,6 +222,14 @@ void run_small_chunks(const KernelTable<T>& uk, int threads, T alpha, const Smal
         kSmallPiecesPerThread);
 }
 
+// C^T = B^T A^T of an oriented product with A stored by columns: B^T as C^T's A (any strides),
+// A^T's rows (A's columns) in place as its B, C^T n x m by rows with no data yet.
+template <typename T>
+SmallProduct<T> transposed_operands(const SmallProduct<T>& sp) {
+    const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
+    return {{sp.b.data, n, k, sp.b.cs, sp.b.rs}, {sp.a.data, k, m, sp.a.cs, 1}, {nullptr, n, m, m, 1}, false};
+}
+
 // A product with both operands stored by columns (x.T @ W.T: A^T and B^T row-major) whose B
 // the small kernels would copy or which is not a small product, m < k or C narrow, and C^T =
 // B^T A^T a small product reading both in place: computed so into the calling thread's scratch,
@@ -244,7 +252,7 @@ bool try_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, Threads
         return k >= kTransposedNarrowMinK && 5 * n <= 4 * lanes && small_tail_dots(uk, sp) == 0;
     };
     if (m >= k && !narrow()) return false;
-    SmallProduct<T> st{{sp.b.data, n, k, sp.b.cs, 1}, {sp.a.data, k, m, sp.a.cs, 1}, {nullptr, n, m, m, 1}, false};
+    SmallProduct<T> st = transposed_operands(sp);
     if (!small_shaped(ks, st) || small_b_plan(st) != SmallB::in_place || small_b_chunks(st)) return false;
     st.c.data = static_cast<T*>(thread_scratch(size_t(n * m) * sizeof(T)));
     run_small(uk, threads(), alpha, st, T(0));
@@ -291,12 +299,6 @@ void put_transposed(const KernelTable<T>& uk, int64_t lo, int64_t hi, const T* t
         }
 }
 
-// A narrow C with A stored by columns (x.T @ w with few columns of w): C^T = B^T A^T is a
-// few-row product that streams A^T's rows (A's columns) once, where the tiles would pack all of
-// A for one sliver of a few columns. C^T's rows are C's columns, not contiguous: each thread's
-// piece goes through scratch and into C (with beta) right after. From 2 columns up to
-// few_rows_max_m and 40 bytes a row of C, k from 16 (k = 3 and 8 lost, 16 won); see
-// docs/DESIGN.md, "Few rows".
 // Past kNarrowShortMinM rows with k up to kFewColumnsShortMaxK the small kernels take C^T
 // instead (try_narrow_small_transposed): the few-row kernels pass over C^T's partial sums once
 // per 2-4 rows of A^T, too often for so short a k (float32 2469 x 6 x 18 A.T @ W.T 0.85x ->
@@ -307,6 +309,12 @@ constexpr int64_t kFewColumnsShortMaxK = 48;
 
 bool few_columns_short(int64_t m, int64_t k) { return m >= kNarrowShortMinM && k <= kFewColumnsShortMaxK; }
 
+// A narrow C with A stored by columns (x.T @ w with few columns of w): C^T = B^T A^T is a
+// few-row product that streams A^T's rows (A's columns) once, where the tiles would pack all of
+// A for one sliver of a few columns. C^T's rows are C's columns, not contiguous: each thread's
+// piece goes through scratch and into C (with beta) right after. From 2 columns up to
+// few_rows_max_m and 40 bytes a row of C, k from 16 (k = 3 and 8 lost, 16 won); see
+// docs/DESIGN.md, "Few rows".
 template <typename T>
 bool few_columns_fit(const KernelSet& ks, View<const T> a, View<T> c) {
     const int64_t n = c.cols;
@@ -389,27 +397,23 @@ constexpr int64_t kNarrowSmallMinM = 8;
 constexpr int64_t kNarrowSmallMinK = 16;
 constexpr int64_t kHalfRowsMaxK = 128;
 
-// C^T's product (oriented) for sp, where try_narrow_small_transposed takes it; c.rows 0 where not.
+// Whether try_narrow_small_transposed takes the oriented product sp.
 template <typename T>
-SmallProduct<T> narrow_small_transposed(const KernelSet& ks, const SmallProduct<T>& sp) {
+bool narrow_small_transposed(const KernelSet& ks, const SmallProduct<T>& sp) {
     const KernelTable<T>& uk = main_table<T>(ks);
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
-    const SmallProduct<T> st{
-        {sp.b.data, n, k, sp.b.cs, sp.b.rs}, {sp.a.data, k, m, sp.a.cs, 1}, {nullptr, n, m, m, 1}, false};
-    SmallProduct<T> none{};
-    if (n >= uk.lanes || sp.a.rs != 1 || sp.a.cs == 1 || m < kNarrowSmallMinM || k < kNarrowSmallMinK) return none;
+    if (n >= uk.lanes || sp.a.rs != 1 || sp.a.cs == 1 || m < kNarrowSmallMinM || k < kNarrowSmallMinK) return false;
     const bool half_rows = 2 * n <= uk.lanes && m >= kNarrowShortMinM && k <= kHalfRowsMaxK;
-    if (4 * lanes_spanned(uk.tiles[1], n, uk.lanes) < 5 * n && !few_columns_short(m, k) && !half_rows) return none;
-    if (!small_reads_a(ks.tuning, n, m, k, st.a.cs, sizeof(T)) || small_b_chunks(st)) return none;
-    return st;
+    if (4 * lanes_spanned(uk.tiles[1], n, uk.lanes) < 5 * n && !few_columns_short(m, k) && !half_rows) return false;
+    return small_reads_a(ks.tuning, n, m, k, sp.b.rs, sizeof(T)) && !small_b_chunks(transposed_operands(sp));
 }
 
 template <typename T>
 bool try_narrow_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, int threads, T alpha,
                                  const SmallProduct<T>& sp, T beta) {
-    const SmallProduct<T> st = narrow_small_transposed(ks, sp);
+    if (!narrow_small_transposed(ks, sp)) return false;
+    const SmallProduct<T> st = transposed_operands(sp);
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
-    if (st.c.rows == 0) return false;
     T* t = static_cast<T*>(thread_c_scratch(size_t(n * m) * sizeof(T)));
     parallel_ranges(
         threads, m, uk.lanes,
@@ -590,7 +594,7 @@ bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T
     // (float64 1000 x 64^3: 1.40-1.50x NumPy in place, 0.85-0.88x copied item by item).
     if (dots_side(ks, a, b, c) != 0 || few_columns_fit(ks, a, c)) return false;
     out = orient(a, b, c);
-    return out.b.cs == 1 && small_shaped(ks, out) && narrow_small_transposed(ks, out).c.rows == 0;
+    return out.b.cs == 1 && small_shaped(ks, out) && !narrow_small_transposed(ks, out);
 }
 
 template <typename T>

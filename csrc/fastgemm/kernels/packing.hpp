@@ -224,14 +224,13 @@ void copy_columns(int64_t rows, int64_t cols, const typename V::T* src, int64_t 
     constexpr int W = V::W;
     // Fewer rows than a vector, interleaved back to back (B of x @ w with 2-4 columns copied
     // along k, C^T of a few rows transposed back): element by element that was 60% of 2 x 2 x
-    // 2048 float64 (perf).
-    if constexpr (lane_picks_max_k<V> > 0)
+    // 2048 float64 (perf); and the other way, fewer columns than a vector into rows back to back.
+    if constexpr (lane_picks_max_k<V> > 0) {
         if (rows >= 1 && rows < W && rows <= lane_picks_max_k<V> && cs == rows)
             return with_rows<lane_picks_max_k<V>>(rows, [&](auto kc) { deinterleave<V, kc()>(cols, src, dst, ld); });
-    // And the other way: fewer columns than a vector, into rows back to back.
-    if constexpr (lane_picks_max_k<V> > 0)
         if (cols >= 2 && cols < W && cols <= lane_picks_max_k<V> && ld == cols)
             return with_rows<lane_picks_max_k<V>>(cols, [&](auto kc) { weave_columns<V, kc()>(rows, src, cs, dst); });
+    }
     int64_t j = 0;
     for (; j + W <= cols; j += W) {
         int64_t i = 0;
