@@ -87,14 +87,15 @@ struct NextItem {
 
 // RG rows x NV vectors of C: RG x NV independent accumulators hide the FMA latency that one
 // row's chain over k would expose, and each B vector loaded serves RG rows. K > 0 fixes the
-// depth at compile time (the k loop unrolls fully); FULL: every vector is whole, so no masks
-// (a masked store is microcoded on AMD cores). pf > 0: B's rows prefetched pf steps ahead.
+// depth at compile time (the k loop unrolls fully); FULL: every vector is whole, so no masks,
+// else the last one has `last`'s lanes and only it is masked (a masked store is microcoded on
+// AMD cores: masking every vector cost float32 2630 x 30 x 10 15%). pf > 0: B's rows prefetched pf steps ahead.
 // AHEAD: `next` holds lines of a stack's next item to prefetch (a template argument: the
 // check in each k step cost single products of 80^3-96^3 4-6%).
 template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false>
 inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                        const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
-                       const typename V::mask* mk, int pf = 0, const SmallSums<typename V::T>& sums = {},
+                       typename V::mask last, int pf = 0, const SmallSums<typename V::T>& sums = {},
                        NextItem* next = nullptr) {
     using T = typename V::T;
     using R = typename V::reg;
@@ -105,7 +106,8 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
         next->take(k, ahead, ahead_end);
         per = next->per;
     }
-    auto load = [&](const T* p, int j) { return FULL ? V::loadu(p + j * W) : V::maskz_loadu(mk[j], p + j * W); };
+    auto whole = [](int j) { return FULL || j + 1 < NV; };
+    auto load = [&](const T* p, int j) { return whole(j) ? V::loadu(p + j * W) : V::maskz_loadu(last, p + j * W); };
     R acc[RG][NV];
 #pragma GCC unroll 8
     for (int r = 0; r < RG; ++r)
@@ -155,8 +157,8 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
             for (int j = 0; j < NV; ++j) {
                 R x = decltype(scaled)::value ? V::mul(acc[r][j], va) : acc[r][j];
                 if (beta != T(0)) x = V::fmadd(vb, load(cr, j), x);
-                if (FULL) V::storeu(cr + j * W, x);
-                else V::mask_storeu(cr + j * W, mk[j], x);
+                if (whole(j)) V::storeu(cr + j * W, x);
+                else V::mask_storeu(cr + j * W, last, x);
             }
         }
     };
@@ -171,18 +173,17 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
 template <typename V, int NV, int K, bool FULL>
 inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                         const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
-                        const typename V::mask* mk, const SmallSums<typename V::T>& sums = {},
-                        NextItem* next = nullptr) {
+                        typename V::mask last, const SmallSums<typename V::T>& sums = {}, NextItem* next = nullptr) {
     // Only the 4-row and last groups can belong to a product of kSmallPrefetchMaxM rows.
     const int pf = m <= kSmallPrefetchMaxM ? small_prefetch_b<V> : 0;
     int64_t i = 0;
     auto rows = [&](auto rg, int pfi) {
         constexpr int RG = decltype(rg)::value;
         if (next)
-            small_rows<V, RG, NV, K, FULL, true>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk,
+            small_rows<V, RG, NV, K, FULL, true>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, last,
                                                  pfi, sums.at(i, 0), next);
         else
-            small_rows<V, RG, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, mk, pfi,
+            small_rows<V, RG, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, last, pfi,
                                            sums.at(i, 0));
     };
     if constexpr (NV == 1)
@@ -214,8 +215,8 @@ void half_tail(int64_t whole, int64_t part, int64_t m, int64_t k, typename V::T 
                int64_t rsc, const SmallSums<typename V::T>& sums, NextItem* next) {
     using H = typename HalfOf<V>::type;
     auto full = [&](auto nv) {
-        small_panel<V, decltype(nv)::value, 0, true>(m, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, nullptr, sums,
-                                                     next);
+        small_panel<V, decltype(nv)::value, 0, true>(m, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, typename V::mask{},
+                                                     sums, next);
     };
     switch (whole) {
         case 0: break;
@@ -224,8 +225,8 @@ void half_tail(int64_t whole, int64_t part, int64_t m, int64_t k, typename V::T 
         default: full(std::integral_constant<int, 3 <= PV ? 3 : 1>{}); break;
     }
     const int64_t j = whole * V::W;
-    const typename H::mask mh = H::lanes(int(part));
-    small_panel<H, 1, 0, false>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, &mh, sums.at(0, j), next);
+    small_panel<H, 1, 0, false>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, H::lanes(int(part)),
+                                sums.at(0, j), next);
 }
 
 // Products of k <= kShortKMax over a C wider than a panel: RG rows at a time sweep C's whole
@@ -311,22 +312,21 @@ void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const type
         return short_k<V>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
     int64_t j = 0;
     for (; j + PV * W <= n; j += PV * W)
-        small_panel<V, PV, 0, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, nullptr, sums.at(0, j),
-                                    next);
+        small_panel<V, PV, 0, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, typename V::mask{},
+                                    sums.at(0, j), next);
     if (j == n) return;
     if constexpr (has_half<V>)
         if (half_part<V>(n - j))
             return half_tail<V, PV>((n - j) / W, (n - j) % W, m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc,
                                     sums.at(0, j), next);
-    typename V::mask mk[PV];
-#pragma GCC unroll 4
-    for (int v = 0; v < PV; ++v) mk[v] = V::lanes(int(n - j - v * W));
     // A last panel of whole vectors (a B chunk of run_small_chunks, 16 or 48 columns of
-    // float64) goes without masks, as the full panels do (FULL: mk unread).
+    // float64) goes without masks, as the full panels do (FULL: `last` unread).
     auto panel = [&](auto nv) {
+        constexpr int NV = decltype(nv)::value;
+        const typename V::mask last = V::lanes(int(n - j - (NV - 1) * W));
         auto run = [&](auto full) {
-            small_panel<V, decltype(nv)::value, 0, decltype(full)::value>(m, k, alpha, a, rsa, csa, b + j, rsb, beta,
-                                                                          c + j, rsc, mk, sums.at(0, j), next);
+            small_panel<V, NV, 0, decltype(full)::value>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, last,
+                                                         sums.at(0, j), next);
         };
         if ((n - j) % W == 0) run(std::true_type{});
         else run(std::false_type{});
@@ -403,10 +403,10 @@ template <typename V, int N, int PV>
         for (int i = 0; i < N; i += RG)
             if (next)
                 small_rows<V, RG, NV, N, true, true>(N, alpha, a + i * rsa, rsa, 1, b + j, rsb, beta, c + i * rsc + j,
-                                                     rsc, nullptr, 0, {}, next);
+                                                     rsc, typename V::mask{}, 0, {}, next);
             else
                 small_rows<V, RG, NV, N, true>(N, alpha, a + i * rsa, rsa, 1, b + j, rsb, beta, c + i * rsc + j, rsc,
-                                               nullptr);
+                                               typename V::mask{});
 }
 
 // A tiny N x N x N product narrower than one vector, in scalar code the compiler unrolls whole
@@ -563,14 +563,14 @@ void stack_items(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
                     },
                     after);
         }
-        typename V::mask mk[PV];
-        for (int v = 0; v < PV; ++v) mk[v] = V::lanes(int(n - v * W));
         auto panels = [&](auto nv, auto full) {
+            constexpr int NV = decltype(nv)::value;
+            const typename V::mask last = V::lanes(int(n - (NV - 1) * W));
             each_item<PV * W>(
                 s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
                 [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
-                    small_panel<V, decltype(nv)::value, 0, decltype(full)::value>(m, k, alpha, ai, rsa, csa, bi, rsb,
-                                                                                  beta, ci, rsc, mk, {}, nx);
+                    small_panel<V, NV, 0, decltype(full)::value>(m, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc,
+                                                                 last, {}, nx);
                 },
                 after);
         };
