@@ -87,10 +87,24 @@ void small_epilogue(const KernelTable<T>& uk, const SmallProduct<T>& sp, View<T>
 // 300 x 4 0.86x -> 1.53x NumPy against the packed path).
 constexpr int64_t kChunkedColumnsMaxM = 48;
 
+// Past small_columns_max_m rows, k up to kShortColumnsMaxK with C's rows within
+// kShortColumnsMaxBytes still go small: the tile's pass over C costs more than rereading a
+// group's k lines of A per panel (Zen 4, A.T @ W float64 806 x 58 x 15 0.90 -> 1.04x NumPy,
+// float32 292 x 268 x 10 0.95 -> 1.14x; rows of 1.4-4.5 KB lost 3-7%). See docs/DESIGN.md,
+// "Operands stored by columns".
+constexpr int64_t kShortColumnsMaxK = 64;
+constexpr int64_t kShortColumnsMaxBytes = 1152;
+
+bool short_columns_fit(int64_t n, int64_t k, int64_t elem_bytes) {
+    return k <= kShortColumnsMaxK && n * elem_bytes <= kShortColumnsMaxBytes;
+}
+
 bool small_reads_a(const Tuning& t, int64_t m, int64_t n, int64_t k, int64_t csa, int64_t elem_bytes) {
     if (csa == 1 || k <= kShortKMax) return true;
     if (t.small_chunked_any && m <= kChunkedColumnsMaxM && small_chunks_b(n * elem_bytes, k)) return true;
-    if (t.small_columns_max_m > 0 && m > t.small_columns_max_m && n * elem_bytes > t.small_narrow_bytes) return false;
+    if (t.small_columns_max_m > 0 && m > t.small_columns_max_m && n * elem_bytes > t.small_narrow_bytes &&
+        !short_columns_fit(n, k, elem_bytes))
+        return false;
     return k * 64 <= int64_t(caches().l1d.size) / 2 ||
            double(m) * double(k) * double(elem_bytes) <= double(caches().l2.size) / 4;
 }
