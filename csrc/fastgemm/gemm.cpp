@@ -360,21 +360,25 @@ bool try_few_columns(const KernelSet& ks, const KernelTable<T>& uk, T alpha, Vie
 // The last columns of a small product (oriented) with A stored by columns that go to the
 // few-row kernels as C^T's rows (run_few_columns, streaming A^T's rows once), 0 for none: the
 // t = n % W columns past C's whole vectors, 1 to few_rows_max_m of them and under half a vector,
-// beta 0, from kTailRowsMinM rows, kTailRowsMinK of k and kTailRowsMinBytes of A (below, the
-// scratch and the transposition back cost more than the small kernels' half-width vector per
-// row and k step: float32 16 x 17 x 32 0.83x, 64 x 18 x 8 0.86x their time, 8 x 18 x 411
-// 0.87x; float64 gains less, 0.97-0.98 at 2048 elements of A). few_rows sums each element over
-// k in order and finishes with alpha * sum, as the small kernels do: the same bits, so stacks
-// (small_stack, no such tail) keep the single product's. See docs/DESIGN.md, "Small products".
+// beta 0, from kTailRowsMinM rows, kTailRowsMinK of k (float32: kTailRowsMinKF32) and
+// kTailRowsMinBytes of A (below, the scratch and the transposition back cost more than the
+// small kernels' half-width vector per row and k step: float32 16 x 17 x 32 0.83x, 64 x 18 x 8
+// 0.86x their time, 8 x 18 x 411 0.87x; float32 k = 9-14 split either way, 16-31 gained, 611 x
+// 17 x 29 0.82x -> 1.00x NumPy; float64 at k 16-31 lost 4% past 2000 rows). few_rows sums
+// each element over k in order and finishes with alpha * sum, as the small kernels do: the
+// same bits, so stacks (small_stack, no such tail) keep the single product's. See
+// docs/DESIGN.md, "Small products".
 constexpr int64_t kTailRowsMinM = 12;
 constexpr int64_t kTailRowsMinK = 32;
+constexpr int64_t kTailRowsMinKF32 = 16;
 constexpr int64_t kTailRowsMinBytes = 8192;
 
 template <typename T>
 int64_t small_tail_rows(const KernelSet& ks, const SmallProduct<T>& sp, T beta) {
     const int64_t w = main_table<T>(ks).lanes, m = sp.c.rows, n = sp.c.cols, k = sp.a.cols, t = n % w;
     if (n < w || t == 0 || t > ks.tuning.few_rows_max_m || 2 * t >= w || beta != T(0)) return 0;
-    if (sp.a.rs != 1 || sp.a.cs == 1 || m < kTailRowsMinM || k < kTailRowsMinK) return 0;
+    if (sp.a.rs != 1 || sp.a.cs == 1 || m < kTailRowsMinM || k < (sizeof(T) == 4 ? kTailRowsMinKF32 : kTailRowsMinK))
+        return 0;
     return m * k * int64_t(sizeof(T)) >= kTailRowsMinBytes ? t : 0;
 }
 
