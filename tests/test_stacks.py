@@ -303,6 +303,31 @@ def test_stack_items_equal_few_row_products(kernel, shape, dtype, alpha, beta):
         assert np.array_equal(c[i], one), f"item {i}"
 
 
+# Items whose B is stored by columns (x.T @ W.T, x @ W.T with W's columns strided): gemm_batched
+# copies each one's B row-major and runs the small kernels as gemm does (small_product_copied),
+# or hands the item to gemm; either way each item equals its single product bit for bit, with
+# the shapes where gemm computes C^T instead (m < k) or ends in dot products or few-row tails.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "shape", [(7, 6, 10), (3, 24, 8), (16, 16, 16), (46, 28, 3), (5, 13, 51), (15, 78, 5), (40, 18, 20), (33, 2, 40)]
+)
+@pytest.mark.parametrize("a_by_columns", [False, True])
+@pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (-1.5, 0.5)])
+def test_stack_items_with_b_by_columns_equal_single_products(kernel, shape, dtype, a_by_columns, alpha, beta):
+    m, n, k = shape
+    rng = np.random.default_rng(m * n + k)
+    a = _rand(rng, (5, k, m), dtype).transpose(0, 2, 1) if a_by_columns else _rand(rng, (5, m, k), dtype)
+    b = _rand(rng, (5, n, k), dtype).transpose(0, 2, 1)
+    c0 = _rand(rng, (5, m, n), dtype)
+    c = c0.copy()
+    BATCHED[np.dtype(dtype)](a, b, c, alpha, beta)
+    _check_stack(c, a, b, alpha, beta, c0)
+    for i in range(5):
+        one = c0[i].copy()
+        fastgemm.gemm(a[i], b[i], one, alpha=alpha, beta=beta)
+        assert np.array_equal(c[i], one), f"item {i}"
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", (2, 3, 8, 16, 20))
 @pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (-0.5, 1.0), (2.0, -3.0), (0.0, 2.0), (1.5, 0.0)])

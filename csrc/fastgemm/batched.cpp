@@ -35,10 +35,24 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     const bool dotted = !vectors && side != 0 && a.cs == 1 && b.rs == 1;
     const bool stacked = vectors || dotted || (runs && small_product(ks, a, b, c, sp));
     const int64_t tail = stacked && !vectors ? small_tail_dots(table, sp) : 0;
+    // Small items whose B gemm would copy row-major: copied and run item by item here, with the
+    // flag rule kept once for the stack.
+    const bool copied = !stacked && runs && small_product_copied(ks, a, b, c, beta, sp);
     const BatchAxis in = innermost(st);
     run_stack(
-        c, st, m, n, k, per_item, stacked,
+        c, st, m, n, k, per_item, stacked || copied,
         [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {
+            if (copied) {
+                const OrientedRun r = orient_run(sp.transposed, len, in, oa, ob);
+                SmallProduct<T> item = sp;
+                for (int64_t i = 0; i < len; ++i) {
+                    item.a.data = sp.a.data + r.oa + i * r.run.sa;
+                    item.b.data = sp.b.data + r.ob + i * r.run.sb;
+                    item.c.data = sp.c.data + oc + i * r.run.sc;
+                    run_small_b_copied(table, alpha, item, beta);
+                }
+                return;
+            }
             if (dotted) {
                 for (int64_t i = 0; i < len; ++i, oa += in.a, ob += in.b, oc += in.c)
                     run_dots_side(table, side, k, alpha, a.data + oa, a.rs, b.data + ob, b.cs, beta,

@@ -616,6 +616,22 @@ bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T
 }
 
 template <typename T>
+bool small_product_copied(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, T beta,
+                          SmallProduct<T>& out) {
+    if (dots_side(ks, a, b, c) != 0 || few_columns_fit(ks, a, c)) return false;
+    out = orient(a, b, c);
+    return out.b.cs != 1 && small_shaped(ks, out) && small_b_plan(out) == SmallB::copied &&
+           !narrow_small_transposed(ks, out) && small_tail_dots(main_table<T>(ks), out) == 0 &&
+           small_tail_rows(ks, out, beta) == 0;
+}
+
+template <typename T>
+void run_small_b_copied(const KernelTable<T>& uk, T alpha, SmallProduct<T> sp, T beta) {
+    sp.b = copy_b_columns(uk, sp, 0, sp.c.cols);
+    run_small(uk, 1, alpha, sp, beta);
+}
+
+template <typename T>
 int64_t small_tail_of(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c) {
     const SmallProduct<T> sp = orient(a, b, c);
     return small_shaped(ks, sp) && small_b_plan(sp) != SmallB::none ? small_tail_dots(main_table<T>(ks), sp) : 0;
@@ -627,6 +643,12 @@ template bool small_product<double>(const KernelSet&, View<const double>, View<c
                                     SmallProduct<double>&);
 
 template int64_t small_tail_of<float>(const KernelSet&, View<const float>, View<const float>, View<float>);
+template bool small_product_copied<float>(const KernelSet&, View<const float>, View<const float>, View<float>, float,
+                                          SmallProduct<float>&);
+template bool small_product_copied<double>(const KernelSet&, View<const double>, View<const double>, View<double>,
+                                           double, SmallProduct<double>&);
+template void run_small_b_copied<float>(const KernelTable<float>&, float, SmallProduct<float>, float);
+template void run_small_b_copied<double>(const KernelTable<double>&, double, SmallProduct<double>, double);
 
 template void gemm<float>(float, View<const float>, View<const float>, float, View<float>, const Epilogue<float>&);
 template void gemm<double>(double, View<const double>, View<const double>, double, View<double>,
