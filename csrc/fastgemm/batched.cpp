@@ -35,21 +35,21 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     const bool dotted = !vectors && side != 0 && a.cs == 1 && b.rs == 1;
     const bool stacked = vectors || dotted || (runs && small_product(ks, a, b, c, sp));
     const int64_t tail = stacked && !vectors ? small_tail_dots(table, sp) : 0;
-    // Small items whose B gemm would copy row-major: copied and run item by item here, with the
-    // flag rule kept once for the stack.
-    const bool copied = !stacked && runs && small_product_copied(ks, a, b, c, beta, sp);
+    // Small items whose B gemm would copy row-major (or whose C^T it would compute): so run item
+    // by item here, with the flag rule kept once for the stack.
+    const CopiedItem copied = !stacked && runs ? small_product_copied(ks, a, b, c, beta, sp) : CopiedItem::none;
     const BatchAxis in = innermost(st);
     run_stack(
-        c, st, m, n, k, per_item, stacked || copied,
+        c, st, m, n, k, per_item, stacked || copied != CopiedItem::none,
         [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {
-            if (copied) {
+            if (copied != CopiedItem::none) {
                 const OrientedRun r = orient_run(sp.transposed, len, in, oa, ob);
                 SmallProduct<T> item = sp;
                 for (int64_t i = 0; i < len; ++i) {
                     item.a.data = sp.a.data + r.oa + i * r.run.sa;
                     item.b.data = sp.b.data + r.ob + i * r.run.sb;
                     item.c.data = sp.c.data + oc + i * r.run.sc;
-                    run_small_b_copied(table, alpha, item, beta);
+                    run_small_copied_item(table, copied, alpha, item, beta);
                 }
                 return;
             }

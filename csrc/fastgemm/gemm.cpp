@@ -254,9 +254,8 @@ SmallProduct<T> transposed_operands(const SmallProduct<T>& sp) {
 // only once the product is taken, and C^T's scratch claimed only then: a product the tiles take
 // neither wakes the pool nor grows the scratch to its m x n.
 constexpr int64_t kTransposedNarrowMinK = 32;
-template <typename T, typename Threads>
-bool try_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, Threads threads, T alpha,
-                          const SmallProduct<T>& sp, T beta) {
+template <typename T>
+bool small_transposed_fits(const KernelSet& ks, const KernelTable<T>& uk, const SmallProduct<T>& sp, T beta) {
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
     if (beta != T(0) || sp.a.rs != 1 || sp.b.rs != 1 || sp.c.cs != 1) return false;
     // From m = k, moving C costs more than copying B, unless C's rows fill at most 80% of their
@@ -266,11 +265,24 @@ bool try_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, Threads
         return k >= kTransposedNarrowMinK && 5 * n <= 4 * lanes && small_tail_dots(uk, sp) == 0;
     };
     if (m >= k && !narrow()) return false;
+    const SmallProduct<T> st = transposed_operands(sp);
+    return small_shaped(ks, st) && small_b_plan(st) == SmallB::in_place && !small_b_chunks(st);
+}
+
+template <typename T>
+void run_small_transposed(const KernelTable<T>& uk, int threads, T alpha, const SmallProduct<T>& sp) {
+    const int64_t m = sp.c.rows, n = sp.c.cols;
     SmallProduct<T> st = transposed_operands(sp);
-    if (!small_shaped(ks, st) || small_b_plan(st) != SmallB::in_place || small_b_chunks(st)) return false;
     st.c.data = static_cast<T*>(thread_scratch(size_t(n * m) * sizeof(T)));
-    run_small(uk, threads(), alpha, st, T(0));
+    run_small(uk, threads, alpha, st, T(0));
     uk.copy_columns(m, n, st.c.data, m, sp.c.data, sp.c.rs);
+}
+
+template <typename T, typename Threads>
+bool try_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, Threads threads, T alpha,
+                          const SmallProduct<T>& sp, T beta) {
+    if (!small_transposed_fits(ks, uk, sp, beta)) return false;
+    run_small_transposed(uk, threads(), alpha, sp);
     return true;
 }
 
@@ -616,17 +628,20 @@ bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T
 }
 
 template <typename T>
-bool small_product_copied(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, T beta,
-                          SmallProduct<T>& out) {
-    if (dots_side(ks, a, b, c) != 0 || few_columns_fit(ks, a, c)) return false;
+CopiedItem small_product_copied(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, T beta,
+                                SmallProduct<T>& out) {
+    if (dots_side(ks, a, b, c) != 0 || few_columns_fit(ks, a, c)) return CopiedItem::none;
     out = orient(a, b, c);
-    return out.b.cs != 1 && small_shaped(ks, out) && small_b_plan(out) == SmallB::copied &&
-           !narrow_small_transposed(ks, out) && small_tail_dots(main_table<T>(ks), out) == 0 &&
-           small_tail_rows(ks, out, beta) == 0;
+    const KernelTable<T>& uk = main_table<T>(ks);
+    if (out.b.cs == 1 || !small_shaped(ks, out) || small_b_plan(out) != SmallB::copied ||
+        narrow_small_transposed(ks, out) || small_tail_dots(uk, out) != 0 || small_tail_rows(ks, out, beta) != 0)
+        return CopiedItem::none;
+    return small_transposed_fits(ks, uk, out, beta) ? CopiedItem::c_transposed : CopiedItem::b_copied;
 }
 
 template <typename T>
-void run_small_b_copied(const KernelTable<T>& uk, T alpha, SmallProduct<T> sp, T beta) {
+void run_small_copied_item(const KernelTable<T>& uk, CopiedItem how, T alpha, SmallProduct<T> sp, T beta) {
+    if (how == CopiedItem::c_transposed) return run_small_transposed(uk, 1, alpha, sp);
     sp.b = copy_b_columns(uk, sp, 0, sp.c.cols);
     run_small(uk, 1, alpha, sp, beta);
 }
@@ -643,12 +658,13 @@ template bool small_product<double>(const KernelSet&, View<const double>, View<c
                                     SmallProduct<double>&);
 
 template int64_t small_tail_of<float>(const KernelSet&, View<const float>, View<const float>, View<float>);
-template bool small_product_copied<float>(const KernelSet&, View<const float>, View<const float>, View<float>, float,
-                                          SmallProduct<float>&);
-template bool small_product_copied<double>(const KernelSet&, View<const double>, View<const double>, View<double>,
-                                           double, SmallProduct<double>&);
-template void run_small_b_copied<float>(const KernelTable<float>&, float, SmallProduct<float>, float);
-template void run_small_b_copied<double>(const KernelTable<double>&, double, SmallProduct<double>, double);
+template CopiedItem small_product_copied<float>(const KernelSet&, View<const float>, View<const float>, View<float>,
+                                                float, SmallProduct<float>&);
+template CopiedItem small_product_copied<double>(const KernelSet&, View<const double>, View<const double>, View<double>,
+                                                 double, SmallProduct<double>&);
+template void run_small_copied_item<float>(const KernelTable<float>&, CopiedItem, float, SmallProduct<float>, float);
+template void run_small_copied_item<double>(const KernelTable<double>&, CopiedItem, double, SmallProduct<double>,
+                                            double);
 
 template void gemm<float>(float, View<const float>, View<const float>, float, View<float>, const Epilogue<float>&);
 template void gemm<double>(double, View<const double>, View<const double>, double, View<double>,

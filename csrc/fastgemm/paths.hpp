@@ -80,22 +80,27 @@ extern template bool small_product<float>(const KernelSet&, View<const float>, V
 extern template bool small_product<double>(const KernelSet&, View<const double>, View<const double>, View<double>,
                                            SmallProduct<double>&);
 
-// Whether gemm runs this product (m, n, k >= 1, one thread) as a small one whose B, not stored
-// by rows, it copies row-major first (SmallB::copied) and none of its other forms: then
-// run_small_b_copied gives its bits without gemm's per-call checks, flag rule and choice of
-// path, for stack items (3571 x (7 x 6 x 10) float64 x.T @ W.T spent 4/5 of its time there).
+// How gemm runs this product (m, n, k >= 1, one thread) when it is a small one whose B is not
+// stored by rows and it takes none of its other forms: B copied row-major first
+// (SmallB::copied), or C^T = B^T A^T into scratch and moved into C (try_small_transposed).
+// run_small_copied_item then gives its bits without gemm's per-call checks, flag rule and
+// choice of path, for stack items (3571 x (7 x 6 x 10) float64 x.T @ W.T spent 4/5 of its time
+// there).
+enum class CopiedItem { none, b_copied, c_transposed };
 template <typename T>
-bool small_product_copied(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, T beta,
-                          SmallProduct<T>& out);
+CopiedItem small_product_copied(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, T beta,
+                                SmallProduct<T>& out);
 template <typename T>
-void run_small_b_copied(const KernelTable<T>& uk, T alpha, SmallProduct<T> sp, T beta);
+void run_small_copied_item(const KernelTable<T>& uk, CopiedItem how, T alpha, SmallProduct<T> sp, T beta);
 
-extern template bool small_product_copied<float>(const KernelSet&, View<const float>, View<const float>, View<float>,
-                                                 float, SmallProduct<float>&);
-extern template bool small_product_copied<double>(const KernelSet&, View<const double>, View<const double>,
-                                                  View<double>, double, SmallProduct<double>&);
-extern template void run_small_b_copied<float>(const KernelTable<float>&, float, SmallProduct<float>, float);
-extern template void run_small_b_copied<double>(const KernelTable<double>&, double, SmallProduct<double>, double);
+extern template CopiedItem small_product_copied<float>(const KernelSet&, View<const float>, View<const float>,
+                                                       View<float>, float, SmallProduct<float>&);
+extern template CopiedItem small_product_copied<double>(const KernelSet&, View<const double>, View<const double>,
+                                                        View<double>, double, SmallProduct<double>&);
+extern template void run_small_copied_item<float>(const KernelTable<float>&, CopiedItem, float, SmallProduct<float>,
+                                                  float);
+extern template void run_small_copied_item<double>(const KernelTable<double>&, CopiedItem, double, SmallProduct<double>,
+                                                   double);
 
 // The columns gemm gives the dot kernel at the end of a small product of these views
 // (small_tail_dots; data unused), 0 when it has none or is not a small one. For a product that
