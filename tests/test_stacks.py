@@ -293,11 +293,14 @@ def test_stack_items_equal_few_row_products(kernel, shape, dtype, alpha, beta):
     m, n, k = shape
     rng = np.random.default_rng(m + n + k)
     a, b = _rand(rng, (3, m, k), dtype), _rand(rng, (3, k, n), dtype)
-    c0 = _rand(rng, (3, m, n), dtype)
+    _assert_items_equal_single_products(a, b, _rand(rng, (3, m, n), dtype), alpha, beta)
+
+
+def _assert_items_equal_single_products(a, b, c0, alpha, beta):
     c = c0.copy()
-    BATCHED[np.dtype(dtype)](a, b, c, alpha, beta)
+    BATCHED[c.dtype](a, b, c, alpha, beta)
     _check_stack(c, a, b, alpha, beta, c0)
-    for i in range(3):
+    for i in range(len(c)):
         one = c0[i].copy()
         fastgemm.gemm(a[i], b[i], one, alpha=alpha, beta=beta)
         assert np.array_equal(c[i], one), f"item {i}"
@@ -318,14 +321,7 @@ def test_stack_items_with_b_by_columns_equal_single_products(kernel, shape, dtyp
     rng = np.random.default_rng(m * n + k)
     a = _rand(rng, (5, k, m), dtype).transpose(0, 2, 1) if a_by_columns else _rand(rng, (5, m, k), dtype)
     b = _rand(rng, (5, n, k), dtype).transpose(0, 2, 1)
-    c0 = _rand(rng, (5, m, n), dtype)
-    c = c0.copy()
-    BATCHED[np.dtype(dtype)](a, b, c, alpha, beta)
-    _check_stack(c, a, b, alpha, beta, c0)
-    for i in range(5):
-        one = c0[i].copy()
-        fastgemm.gemm(a[i], b[i], one, alpha=alpha, beta=beta)
-        assert np.array_equal(c[i], one), f"item {i}"
+    _assert_items_equal_single_products(a, b, _rand(rng, (5, m, n), dtype), alpha, beta)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -284,24 +284,17 @@ void run_kernel(const fastgemm::KernelSet& ks, bool packed = false) {
                                 packed);
     // A narrow C with A by columns: the small kernels on C^T, each thread's piece put into C
     // (gemm.cpp, try_narrow_small_transposed; 12 of 16 lanes, and a few-column product past 200
-    // rows with short k), every B and C layout, beta 0 and not.
+    // rows with short k); A by columns past small_columns_max_m rows with short k and C's rows
+    // within 1152 bytes (short_columns_fit); two columns past a vector at k = 20 (float32: the
+    // few-row kernels, small_tail_rows); every B and C layout, beta 0 and not.
     const int64_t idle = std::max<int64_t>(2, uk.lanes * 3 / 4);
-    for (const auto& s : std::vector<std::vector<int64_t>>{{300, idle, 40}, {250, 7, 100}})
+    for (const auto& s :
+         std::vector<std::vector<int64_t>>{{300, idle, 40}, {250, 7, 100}, {197, 101, 20}, {300, uk.lanes + 2, 20}})
         for (int lb = 0; lb < kLayouts; ++lb)
             for (int lc = 0; lc < kLayouts; ++lc)
                 run_case<T>(
                     ks.name,
                     {s[0], s[1], s[2], kColMajor, Layout(lb), Layout(lc), 0.75, lc % 2 ? 0.5 : 0.0, false, false},
-                    packed);
-    // A by columns past small_columns_max_m rows with short k and C's rows within 1152 bytes: the
-    // small kernels rereading A's lines per panel (gemm.cpp, short_columns_fit); and two columns
-    // past a vector at k = 20 (float32 sends them to the few-row kernels, small_tail_rows).
-    for (const auto& s : std::vector<std::vector<int64_t>>{{197, 101, 20}, {300, uk.lanes + 2, 20}})
-        for (int lb = 0; lb < kLayouts; ++lb)
-            for (int lc = 0; lc < kLayouts; ++lc)
-                run_case<T>(
-                    ks.name,
-                    {s[0], s[1], s[2], kColMajor, Layout(lb), Layout(lc), 1.0, lc % 2 ? 0.5 : 0.0, false, false},
                     packed);
     for (const auto& s : std::vector<std::vector<int64_t>>{{1, 1, 1}, {mr + 1, nr + 1, 3}, {mr - 1, nr - 1, 0}}) {
         for (int lc = 0; lc < kLayouts; ++lc) {

@@ -89,9 +89,9 @@ struct NextItem {
 // row's chain over k would expose, and each B vector loaded serves RG rows. K > 0 fixes the
 // depth at compile time (the k loop unrolls fully); FULL: every vector is whole, so no masks,
 // else the last one has `last`'s lanes and only it is masked (a masked store is microcoded on
-// AMD cores: masking every vector cost float32 2630 x 30 x 10 15%). pf > 0: B's rows prefetched pf steps ahead.
-// AHEAD: `next` holds lines of a stack's next item to prefetch (a template argument: the
-// check in each k step cost single products of 80^3-96^3 4-6%).
+// AMD cores: masking every vector cost float32 2630 x 30 x 10 15%). pf > 0: B's rows
+// prefetched pf steps ahead. AHEAD: `next` holds lines of a stack's next item to prefetch (a
+// template argument: the check in each k step cost single products of 80^3-96^3 4-6%).
 template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false>
 inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                        const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
