@@ -88,22 +88,25 @@ void small_epilogue(const KernelTable<T>& uk, const SmallProduct<T>& sp, View<T>
 constexpr int64_t kChunkedColumnsMaxM = 48;
 
 // Past small_columns_max_m rows, k up to kShortColumnsMaxK with C's rows within
-// kShortColumnsMaxBytes still go small: the tile's pass over C costs more than rereading a
-// group's k lines of A per panel (Zen 4, A.T @ W float64 806 x 58 x 15 0.90 -> 1.04x NumPy,
-// float32 292 x 268 x 10 0.95 -> 1.14x; rows of 1.4-4.5 KB lost 3-7%). See docs/DESIGN.md,
-// "Operands stored by columns".
-constexpr int64_t kShortColumnsMaxK = 64;
+// kShortColumnsMaxBytes and A within a sixth of L2 still go small: the tile's pass over C costs
+// more than rereading a group's k lines of A per panel (Zen 4, A.T @ W float64 806 x 58 x 15
+// 0.90 -> 1.04x NumPy, float32 292 x 268 x 10 0.95 -> 1.14x; rows of 1.4-4.5 KB lost 3-7%). A
+// larger A or k, first read from memory (a call after a pause), comes in k column streams
+// that the packed path reads better (float64 2000 x 120 x 14 1.24 -> 0.75x, float32 766 x 137 x
+// 25 1.20 -> 0.97x). See docs/DESIGN.md, "Operands stored by columns".
+constexpr int64_t kShortColumnsMaxK = 16;
 constexpr int64_t kShortColumnsMaxBytes = 1152;
 
-bool short_columns_fit(int64_t n, int64_t k, int64_t elem_bytes) {
-    return k <= kShortColumnsMaxK && n * elem_bytes <= kShortColumnsMaxBytes;
+bool short_columns_fit(int64_t m, int64_t n, int64_t k, int64_t elem_bytes) {
+    return k <= kShortColumnsMaxK && n * elem_bytes <= kShortColumnsMaxBytes &&
+           6 * m * k * elem_bytes <= int64_t(caches().l2.size);
 }
 
 bool small_reads_a(const Tuning& t, int64_t m, int64_t n, int64_t k, int64_t csa, int64_t elem_bytes) {
     if (csa == 1 || k <= kShortKMax) return true;
     if (t.small_chunked_any && m <= kChunkedColumnsMaxM && small_chunks_b(n * elem_bytes, k)) return true;
     if (t.small_columns_max_m > 0 && m > t.small_columns_max_m && n * elem_bytes > t.small_narrow_bytes &&
-        !short_columns_fit(n, k, elem_bytes))
+        !short_columns_fit(m, n, k, elem_bytes))
         return false;
     return k * 64 <= int64_t(caches().l1d.size) / 2 ||
            double(m) * double(k) * double(elem_bytes) <= double(caches().l2.size) / 4;
