@@ -289,7 +289,7 @@ void run_kernel(const fastgemm::KernelSet& ks, bool packed = false) {
     // few-row kernels, small_tail_rows); every B and C layout, beta 0 and not.
     const int64_t idle = std::max<int64_t>(2, uk.lanes * 3 / 4);
     for (const auto& s :
-         std::vector<std::vector<int64_t>>{{300, idle, 40}, {250, 7, 100}, {197, 101, 20}, {300, uk.lanes + 2, 20}})
+         std::vector<std::vector<int64_t>>{{300, idle, 40}, {250, 7, 100}, {197, 101, 12}, {300, uk.lanes + 2, 20}})
         for (int lb = 0; lb < kLayouts; ++lb)
             for (int lc = 0; lc < kLayouts; ++lc)
                 run_case<T>(
