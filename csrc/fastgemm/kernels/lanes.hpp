@@ -128,19 +128,30 @@ void load_groups(int64_t n, typename V::reg (&v)[K + 1], Full full, Part part) {
 template <typename V, int K>
 void deinterleave(int64_t cols, const typename V::T* src, typename V::T* dst, int64_t ld) {
     constexpr int W = V::W;
-    const LanePicks<V, K> picks;
-    for (int64_t j = 0; j < cols; j += W) {
-        const int64_t n = cols - j < W ? cols - j : W;
-        const typename V::T* s = src + j * K;
-        typename V::reg v[K + 1];
-        load_groups<V, K>(
-            n, v, [&](int q) { return V::loadu(s + q * W); },
-            [&](int q, int64_t count) { return V::maskz_loadu(V::lanes(int(count)), s + q * W); });
+    auto run = [&](const LanePicks<V, K>& picks) {
+        for (int64_t j = 0; j < cols; j += W) {
+            const int64_t n = cols - j < W ? cols - j : W;
+            const typename V::T* s = src + j * K;
+            typename V::reg v[K + 1];
+            load_groups<V, K>(
+                n, v, [&](int q) { return V::loadu(s + q * W); },
+                [&](int q, int64_t count) { return V::maskz_loadu(V::lanes(int(count)), s + q * W); });
 #pragma GCC unroll 8
-        for (int i = 0; i < K; ++i) {
-            if (n == W) V::storeu(dst + i * ld + j, picks.pick(v, i));
-            else V::mask_storeu(dst + i * ld + j, V::lanes(int(n)), picks.pick(v, i));
+            for (int i = 0; i < K; ++i) {
+                if (n == W) V::storeu(dst + i * ld + j, picks.pick(v, i));
+                else V::mask_storeu(dst + i * ld + j, V::lanes(int(n)), picks.pick(v, i));
+            }
         }
+    };
+    // Up to 4 rows the compiler folds the table into constants; past that it built the table
+    // on every call (64% of a stack of 300 x (13 x 48 x 8) float32 x @ W.T items, each item's
+    // B copied), so it is built once, as weave_columns' (a static one cost float32 2 x 3 x 2048
+    // 4%).
+    if constexpr (K <= 4) {
+        run(LanePicks<V, K>{});
+    } else {
+        static const LanePicks<V, K> picks;
+        run(picks);
     }
 }
 
