@@ -307,7 +307,7 @@ def _assert_items_equal_single_products(a, b, c0, alpha, beta):
 
 
 # Items whose B is stored by columns (x.T @ W.T, x @ W.T with W's columns strided): gemm_batched
-# copies each one's B row-major and runs the small kernels as gemm does (small_product_copied),
+# copies each one's B row-major and runs the small kernels as gemm does (small_item),
 # or hands the item to gemm; either way each item equals its single product bit for bit, with
 # the shapes where gemm computes C^T instead (m < k) or ends in dot products or few-row tails.
 @pytest.mark.parametrize("dtype", DTYPES)

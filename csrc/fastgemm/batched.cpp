@@ -33,23 +33,24 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     SmallProduct<T> sp;
     const bool vectors = runs && vector_product(m, n, side) && gemv_form(a, b, c, gv);
     const bool dotted = !vectors && side != 0 && a.cs == 1 && b.rs == 1;
-    const bool stacked = vectors || dotted || (runs && small_product(ks, a, b, c, sp));
+    const SmallItem small = runs && !vectors && !dotted ? small_item(ks, a, b, c, beta, sp) : SmallItem::none;
+    const bool stacked = vectors || dotted || small == SmallItem::in_place;
     const int64_t tail = stacked && !vectors ? small_tail_dots(table, sp) : 0;
     // Small items whose B gemm would copy row-major (or whose C^T it would compute): so run item
     // by item here, with the flag rule kept once for the stack.
-    const CopiedItem copied = !stacked && runs ? small_product_copied(ks, a, b, c, beta, sp) : CopiedItem::none;
+    const bool copied = small == SmallItem::b_copied || small == SmallItem::c_transposed;
     const BatchAxis in = innermost(st);
     run_stack(
-        c, st, m, n, k, per_item, stacked || copied != CopiedItem::none,
+        c, st, m, n, k, per_item, stacked || copied,
         [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {
-            if (copied != CopiedItem::none) {
+            if (copied) {
                 const OrientedRun r = orient_run(sp.transposed, len, in, oa, ob);
                 SmallProduct<T> item = sp;
                 for (int64_t i = 0; i < len; ++i) {
                     item.a.data = sp.a.data + r.oa + i * r.run.sa;
                     item.b.data = sp.b.data + r.ob + i * r.run.sb;
                     item.c.data = sp.c.data + oc + i * r.run.sc;
-                    run_small_copied_item(table, copied, alpha, item, beta);
+                    run_small_item(table, small, alpha, item, beta);
                 }
                 return;
             }

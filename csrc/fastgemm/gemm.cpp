@@ -424,7 +424,7 @@ bool try_narrow_transposed(const KernelSet& ks, const KernelTable<T>& uk, T alph
 // for the few-column products few_columns_short leaves, and past kNarrowShortMinM rows with k
 // up to kHalfRowsMaxK for rows in half-width vectors (float32 7-8 columns on AVX-512: 838 x 8 x
 // 115 0.77x -> 1.15x, 2046 x 7 x 50 1.22x -> 1.75x); from kNarrowSmallMinM rows and
-// kNarrowSmallMinK of k. small_product declines these as stack items, so each item goes
+// kNarrowSmallMinK of k. small_item declines these as stack items, so each item goes
 // through gemm and has the single product's bits. See docs/DESIGN.md, "Narrow C as C^T".
 constexpr int64_t kNarrowSmallMinM = 8;
 constexpr int64_t kNarrowSmallMinK = 16;
@@ -620,31 +620,25 @@ bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t e
 }
 
 template <typename T>
-bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, SmallProduct<T>& out) {
+SmallItem small_item(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, T beta, SmallProduct<T>& out) {
     // A product compute() gives the dot-product or few-column paths is not a small one in a stack
     // either: an item equals the same product alone. Items whose B rows crowd L1 stay in place:
     // small_stack prefetches each next item, which a copy of B apart would have to wait for
     // (float64 1000 x 64^3: 1.40-1.50x NumPy in place, 0.85-0.88x copied item by item).
-    if (dots_side(ks, a, b, c) != 0 || few_columns_fit(ks, a, c)) return false;
+    if (dots_side(ks, a, b, c) != 0 || few_columns_fit(ks, a, c)) return SmallItem::none;
     out = orient(a, b, c);
-    return out.b.cs == 1 && small_shaped(ks, out) && !narrow_small_transposed(ks, out);
-}
-
-template <typename T>
-CopiedItem small_product_copied(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, T beta,
-                                SmallProduct<T>& out) {
-    if (dots_side(ks, a, b, c) != 0 || few_columns_fit(ks, a, c)) return CopiedItem::none;
-    out = orient(a, b, c);
+    if (!small_shaped(ks, out) || narrow_small_transposed(ks, out)) return SmallItem::none;
+    if (out.b.cs == 1) return SmallItem::in_place;
+    // compute()'s order for a B it copies: the tails first, then C^T, then the copy.
     const KernelTable<T>& uk = main_table<T>(ks);
-    if (out.b.cs == 1 || !small_shaped(ks, out) || small_b_plan(out) != SmallB::copied ||
-        narrow_small_transposed(ks, out) || small_tail_dots(uk, out) != 0 || small_tail_rows(ks, out, beta) != 0)
-        return CopiedItem::none;
-    return small_transposed_fits(ks, uk, out, beta) ? CopiedItem::c_transposed : CopiedItem::b_copied;
+    if (small_b_plan(out) != SmallB::copied || small_tail_dots(uk, out) != 0 || small_tail_rows(ks, out, beta) != 0)
+        return SmallItem::none;
+    return small_transposed_fits(ks, uk, out, beta) ? SmallItem::c_transposed : SmallItem::b_copied;
 }
 
 template <typename T>
-void run_small_copied_item(const KernelTable<T>& uk, CopiedItem how, T alpha, SmallProduct<T> sp, T beta) {
-    if (how == CopiedItem::c_transposed) return run_small_transposed(uk, 1, alpha, sp);
+void run_small_item(const KernelTable<T>& uk, SmallItem how, T alpha, SmallProduct<T> sp, T beta) {
+    if (how == SmallItem::c_transposed) return run_small_transposed(uk, 1, alpha, sp);
     sp.b = copy_b_columns(uk, sp, 0, sp.c.cols);
     run_small(uk, 1, alpha, sp, beta);
 }
@@ -655,20 +649,14 @@ int64_t small_tail_of(const KernelSet& ks, View<const T> a, View<const T> b, Vie
     return small_shaped(ks, sp) && small_b_plan(sp) != SmallB::none ? small_tail_dots(main_table<T>(ks), sp) : 0;
 }
 
-template bool small_product<float>(const KernelSet&, View<const float>, View<const float>, View<float>,
-                                   SmallProduct<float>&);
-template bool small_product<double>(const KernelSet&, View<const double>, View<const double>, View<double>,
-                                    SmallProduct<double>&);
+template SmallItem small_item<float>(const KernelSet&, View<const float>, View<const float>, View<float>, float,
+                                     SmallProduct<float>&);
+template SmallItem small_item<double>(const KernelSet&, View<const double>, View<const double>, View<double>, double,
+                                      SmallProduct<double>&);
+template void run_small_item<float>(const KernelTable<float>&, SmallItem, float, SmallProduct<float>, float);
+template void run_small_item<double>(const KernelTable<double>&, SmallItem, double, SmallProduct<double>, double);
 
 template int64_t small_tail_of<float>(const KernelSet&, View<const float>, View<const float>, View<float>);
-template CopiedItem small_product_copied<float>(const KernelSet&, View<const float>, View<const float>, View<float>,
-                                                float, SmallProduct<float>&);
-template CopiedItem small_product_copied<double>(const KernelSet&, View<const double>, View<const double>, View<double>,
-                                                 double, SmallProduct<double>&);
-template void run_small_copied_item<float>(const KernelTable<float>&, CopiedItem, float, SmallProduct<float>, float);
-template void run_small_copied_item<double>(const KernelTable<double>&, CopiedItem, double, SmallProduct<double>,
-                                            double);
-
 template void gemm<float>(float, View<const float>, View<const float>, float, View<float>, const Epilogue<float>&);
 template void gemm<double>(double, View<const double>, View<const double>, double, View<double>,
                            const Epilogue<double>&);

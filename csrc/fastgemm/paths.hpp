@@ -68,39 +68,28 @@ using SmallProduct = Oriented<T, T>;
 // size (rows of C past 256 bytes: up to 32 rows); see docs/DESIGN.md, "Small products".
 bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t elem_bytes);
 
-// Whether KernelTable::small_stack takes this product (m, n, k >= 1) on kernel set ks, and how:
-// small_shape, with C's and B's rows contiguous once oriented and A read well; B is read in
-// place even where its rows crowd L1 (small_stack prefetches the next item, which a copy of B
-// would wait for; gemm.cpp).
+// How a stack item of these views (m, n, k >= 1, one thread) runs on the small kernels of ks,
+// none where gemm would give it another form (dot products, few columns, a narrow C^T, a dot or
+// few-row tail): small_shape, C's rows contiguous once oriented and A read well; B read in place
+// by KernelTable::small_stack when its rows are contiguous, even where they crowd L1
+// (small_stack prefetches the next item, which a copy of B would wait for; gemm.cpp); else as
+// gemm runs it (run_small_item): B copied row-major first, or C^T = B^T A^T into scratch and
+// moved into C (try_small_transposed), the same bits without gemm's per-call checks, flag rule
+// and choice of path (3571 x (7 x 6 x 10) float64 x.T @ W.T spent 4/5 of its time there).
+enum class SmallItem { none, in_place, b_copied, c_transposed };
 template <typename T>
-bool small_product(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, SmallProduct<T>& out);
-
-extern template bool small_product<float>(const KernelSet&, View<const float>, View<const float>, View<float>,
-                                          SmallProduct<float>&);
-extern template bool small_product<double>(const KernelSet&, View<const double>, View<const double>, View<double>,
-                                           SmallProduct<double>&);
-
-// How gemm runs this product (m, n, k >= 1, one thread) when it is a small one whose B is not
-// stored by rows and it takes none of its other forms: B copied row-major first
-// (SmallB::copied), or C^T = B^T A^T into scratch and moved into C (try_small_transposed).
-// run_small_copied_item then gives its bits without gemm's per-call checks, flag rule and
-// choice of path, for stack items (3571 x (7 x 6 x 10) float64 x.T @ W.T spent 4/5 of its time
-// there).
-enum class CopiedItem { none, b_copied, c_transposed };
+SmallItem small_item(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, T beta, SmallProduct<T>& out);
+// An item small_item found b_copied or c_transposed.
 template <typename T>
-CopiedItem small_product_copied(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, T beta,
-                                SmallProduct<T>& out);
-template <typename T>
-void run_small_copied_item(const KernelTable<T>& uk, CopiedItem how, T alpha, SmallProduct<T> sp, T beta);
+void run_small_item(const KernelTable<T>& uk, SmallItem how, T alpha, SmallProduct<T> sp, T beta);
 
-extern template CopiedItem small_product_copied<float>(const KernelSet&, View<const float>, View<const float>,
-                                                       View<float>, float, SmallProduct<float>&);
-extern template CopiedItem small_product_copied<double>(const KernelSet&, View<const double>, View<const double>,
-                                                        View<double>, double, SmallProduct<double>&);
-extern template void run_small_copied_item<float>(const KernelTable<float>&, CopiedItem, float, SmallProduct<float>,
-                                                  float);
-extern template void run_small_copied_item<double>(const KernelTable<double>&, CopiedItem, double, SmallProduct<double>,
-                                                   double);
+extern template SmallItem small_item<float>(const KernelSet&, View<const float>, View<const float>, View<float>, float,
+                                            SmallProduct<float>&);
+extern template SmallItem small_item<double>(const KernelSet&, View<const double>, View<const double>, View<double>,
+                                             double, SmallProduct<double>&);
+extern template void run_small_item<float>(const KernelTable<float>&, SmallItem, float, SmallProduct<float>, float);
+extern template void run_small_item<double>(const KernelTable<double>&, SmallItem, double, SmallProduct<double>,
+                                            double);
 
 // The columns gemm gives the dot kernel at the end of a small product of these views
 // (small_tail_dots; data unused), 0 when it has none or is not a small one. For a product that
