@@ -307,9 +307,9 @@ def _assert_items_equal_single_products(a, b, c0, alpha, beta):
 
 
 # Items whose B is stored by columns (x.T @ W.T, x @ W.T with W's columns strided): gemm_batched
-# copies each one's B row-major and runs the small kernels as gemm does (small_item),
-# or hands the item to gemm; either way each item equals its single product bit for bit, with
-# the shapes where gemm computes C^T instead (m < k) or ends in dot products or few-row tails.
+# copies each one's B row-major or computes C^T = B^T A^T a run at a time (small_item), or hands
+# the item to gemm; either way each item equals its single product bit for bit, with the shapes
+# where gemm computes C^T (m < k) or ends in dot products or few-row tails.
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape", [(7, 6, 10), (3, 24, 8), (16, 16, 16), (46, 28, 3), (5, 13, 51), (15, 78, 5), (40, 18, 20), (33, 2, 40)]
@@ -322,6 +322,33 @@ def test_stack_items_with_b_by_columns_equal_single_products(kernel, shape, dtyp
     a = _rand(rng, (5, k, m), dtype).transpose(0, 2, 1) if a_by_columns else _rand(rng, (5, m, k), dtype)
     b = _rand(rng, (5, n, k), dtype).transpose(0, 2, 1)
     _assert_items_equal_single_products(a, b, _rand(rng, (5, m, n), dtype), alpha, beta)
+
+
+# The same runs with the batch strides of each operand apart (one operand broadcast, two batch
+# axes), the squares of every kernel's vector width and twice and four times it (the fixed
+# transposes of B or C^T) and shapes off them.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(
+    "shape", [(4, 4, 4), (8, 8, 8), (16, 16, 16), (32, 32, 32), (64, 64, 64), (12, 10, 12), (20, 31, 40), (9, 7, 5)]
+)
+@pytest.mark.parametrize("a_by_columns", [False, True])
+@pytest.mark.parametrize("batch", ["stack", "broadcast-a", "broadcast-b", "2-axes"])
+def test_stack_runs_with_b_by_columns(kernel, shape, dtype, a_by_columns, batch):
+    m, n, k = shape
+    rng = np.random.default_rng(m + n * k)
+    a = _rand(rng, (6, k, m), dtype).transpose(0, 2, 1) if a_by_columns else _rand(rng, (6, m, k), dtype)
+    b = _rand(rng, (6, n, k), dtype).transpose(0, 2, 1)
+    if batch == "broadcast-a":
+        a = a[0]
+    elif batch == "broadcast-b":
+        b = b[:1]
+    elif batch == "2-axes":
+        a, b = a.reshape(2, 3, m, k), b[:3]
+    c = fastgemm.matmul(a, b)
+    _check_stack(c, a, b)
+    a, b = np.broadcast_to(a, c.shape[:-2] + (m, k)), np.broadcast_to(b, c.shape[:-2] + (k, n))
+    for idx in np.ndindex(*c.shape[:-2]):
+        assert np.array_equal(c[idx], fastgemm.matmul(a[idx], b[idx])), f"item {idx}"
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -36,21 +36,30 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     const SmallItem small = runs && !vectors && !dotted ? small_item(ks, a, b, c, beta, sp) : SmallItem::none;
     const bool stacked = vectors || dotted || small == SmallItem::in_place;
     const int64_t tail = stacked && !vectors ? small_tail_dots(table, sp) : 0;
-    // Small items whose B gemm would copy row-major (or whose C^T it would compute): so run item
-    // by item here, with the flag rule kept once for the stack.
-    const bool copied = small == SmallItem::b_copied || small == SmallItem::c_transposed;
+    const bool moved = small == SmallItem::b_columns || small == SmallItem::c_columns;
     const BatchAxis in = innermost(st);
     run_stack(
-        c, st, m, n, k, per_item, stacked || copied,
+        c, st, m, n, k, per_item, stacked || moved || small == SmallItem::b_copied,
         [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {
-            if (copied) {
-                const OrientedRun r = orient_run(sp.transposed, len, in, oa, ob);
+            const OrientedRun r = orient_run(sp.transposed, len, in, oa, ob);
+            if (moved) {
+                T* t = static_cast<T*>(thread_scratch(size_t(std::max(sp.c.rows, k) * sp.c.cols) * sizeof(T)));
+                if (small == SmallItem::b_columns)
+                    return table.small_stack_b_cols(r.run, sp.c.rows, sp.c.cols, k, alpha, sp.a.data + r.oa, sp.a.rs,
+                                                    sp.a.cs, sp.b.data + r.ob, sp.b.cs, beta, sp.c.data + oc, sp.c.rs,
+                                                    t);
+                // C^T = B^T A^T: B^T and A^T by rows, C^T by columns.
+                return table.small_stack_c_cols({len, r.run.sb, r.run.sa, r.run.sc}, sp.c.cols, sp.c.rows, k, alpha,
+                                                sp.b.data + r.ob, sp.b.cs, sp.a.data + r.oa, sp.a.cs, sp.c.data + oc,
+                                                sp.c.rs, t);
+            }
+            if (small == SmallItem::b_copied) {
                 SmallProduct<T> item = sp;
                 for (int64_t i = 0; i < len; ++i) {
                     item.a.data = sp.a.data + r.oa + i * r.run.sa;
                     item.b.data = sp.b.data + r.ob + i * r.run.sb;
                     item.c.data = sp.c.data + oc + i * r.run.sc;
-                    run_small_item(table, small, alpha, item, beta);
+                    run_b_copied(table, alpha, item, beta);
                 }
                 return;
             }
@@ -67,7 +76,6 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
                                gv.x_from_a ? b.data + ob : a.data + oa, beta, c.data + oc, 0, gv.len, chunk);
                 return;
             }
-            const OrientedRun r = orient_run(sp.transposed, len, in, oa, ob);
             table.small_stack(r.run, sp.c.rows, sp.c.cols, sp.a.cols, alpha, sp.a.data + r.oa, sp.a.rs, sp.a.cs,
                               sp.b.data + r.ob, sp.b.rs, beta, sp.c.data + oc, sp.c.rs, tail);
         },

@@ -257,8 +257,9 @@ SmallProduct<T> transposed_operands(const SmallProduct<T>& sp) {
 // only once the product is taken, and C^T's scratch claimed only then: a product the tiles take
 // neither wakes the pool nor grows the scratch to its m x n.
 constexpr int64_t kTransposedNarrowMinK = 32;
-template <typename T>
-bool small_transposed_fits(const KernelSet& ks, const KernelTable<T>& uk, const SmallProduct<T>& sp, T beta) {
+template <typename T, typename Threads>
+bool try_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, Threads threads, T alpha,
+                          const SmallProduct<T>& sp, T beta) {
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
     if (beta != T(0) || sp.a.rs != 1 || sp.b.rs != 1 || sp.c.cs != 1) return false;
     // From m = k, moving C costs more than copying B, unless C's rows fill at most 80% of their
@@ -268,24 +269,11 @@ bool small_transposed_fits(const KernelSet& ks, const KernelTable<T>& uk, const 
         return k >= kTransposedNarrowMinK && 5 * n <= 4 * lanes && small_tail_dots(uk, sp) == 0;
     };
     if (m >= k && !narrow()) return false;
-    const SmallProduct<T> st = transposed_operands(sp);
-    return small_shaped(ks, st) && small_b_plan(st) == SmallB::in_place && !small_b_chunks(st);
-}
-
-template <typename T>
-void run_small_transposed(const KernelTable<T>& uk, int threads, T alpha, const SmallProduct<T>& sp) {
-    const int64_t m = sp.c.rows, n = sp.c.cols;
     SmallProduct<T> st = transposed_operands(sp);
+    if (!small_shaped(ks, st) || small_b_plan(st) != SmallB::in_place || small_b_chunks(st)) return false;
     st.c.data = static_cast<T*>(thread_scratch(size_t(n * m) * sizeof(T)));
-    run_small(uk, threads, alpha, st, T(0));
+    run_small(uk, threads(), alpha, st, T(0));
     uk.copy_columns(m, n, st.c.data, m, sp.c.data, sp.c.rs);
-}
-
-template <typename T, typename Threads>
-bool try_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, Threads threads, T alpha,
-                          const SmallProduct<T>& sp, T beta) {
-    if (!small_transposed_fits(ks, uk, sp, beta)) return false;
-    run_small_transposed(uk, threads(), alpha, sp);
     return true;
 }
 
@@ -629,16 +617,21 @@ SmallItem small_item(const KernelSet& ks, View<const T> a, View<const T> b, View
     out = orient(a, b, c);
     if (!small_shaped(ks, out) || narrow_small_transposed(ks, out)) return SmallItem::none;
     if (out.b.cs == 1) return SmallItem::in_place;
-    // compute()'s order for a B it copies: the tails first, then C^T, then the copy.
+    // Tails gemm would give the dot or few-row kernels keep gemm: their sums go in another order.
     const KernelTable<T>& uk = main_table<T>(ks);
     if (small_b_plan(out) != SmallB::copied || small_tail_dots(uk, out) != 0 || small_tail_rows(ks, out, beta) != 0)
         return SmallItem::none;
-    return small_transposed_fits(ks, uk, out, beta) ? SmallItem::c_transposed : SmallItem::b_copied;
+    // x.T @ W.T items as C^T = W @ x, both read in place, move C (m x n) where a copy of B moves
+    // k x n elements: when that is fewer, or as many (both operands then by rows, as the square
+    // kernels take them).
+    if (beta == T(0) && out.a.rs == 1 && out.b.rs == 1 && out.c.cs == 1 && out.c.rows <= out.a.cols &&
+        small_shaped(ks, transposed_operands(out)))
+        return SmallItem::c_columns;
+    return out.b.rs == 1 ? SmallItem::b_columns : SmallItem::b_copied;
 }
 
 template <typename T>
-void run_small_item(const KernelTable<T>& uk, SmallItem how, T alpha, SmallProduct<T> sp, T beta) {
-    if (how == SmallItem::c_transposed) return run_small_transposed(uk, 1, alpha, sp);
+void run_b_copied(const KernelTable<T>& uk, T alpha, SmallProduct<T> sp, T beta) {
     sp.b = copy_b_columns(uk, sp, 0, sp.c.cols);
     run_small(uk, 1, alpha, sp, beta);
 }
@@ -653,8 +646,8 @@ template SmallItem small_item<float>(const KernelSet&, View<const float>, View<c
                                      SmallProduct<float>&);
 template SmallItem small_item<double>(const KernelSet&, View<const double>, View<const double>, View<double>, double,
                                       SmallProduct<double>&);
-template void run_small_item<float>(const KernelTable<float>&, SmallItem, float, SmallProduct<float>, float);
-template void run_small_item<double>(const KernelTable<double>&, SmallItem, double, SmallProduct<double>, double);
+template void run_b_copied<float>(const KernelTable<float>&, float, SmallProduct<float>, float);
+template void run_b_copied<double>(const KernelTable<double>&, double, SmallProduct<double>, double);
 
 template int64_t small_tail_of<float>(const KernelSet&, View<const float>, View<const float>, View<float>);
 template void gemm<float>(float, View<const float>, View<const float>, float, View<float>, const Epilogue<float>&);

@@ -70,26 +70,27 @@ bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t e
 
 // How a stack item of these views (m, n, k >= 1, one thread) runs on the small kernels of ks,
 // none where gemm would give it another form (dot products, few columns, a narrow C^T, a dot or
-// few-row tail): small_shape, C's rows contiguous once oriented and A read well; B read in place
-// by KernelTable::small_stack when its rows are contiguous, even where they crowd L1
-// (small_stack prefetches the next item, which a copy of B would wait for; gemm.cpp); else as
-// gemm runs it (run_small_item): B copied row-major first, or C^T = B^T A^T into scratch and
-// moved into C (try_small_transposed), the same bits without gemm's per-call checks, flag rule
-// and choice of path (3571 x (7 x 6 x 10) float64 x.T @ W.T spent 4/5 of its time there).
-enum class SmallItem { none, in_place, b_copied, c_transposed };
+// few-row tail): small_shape, C's rows contiguous once oriented and A read well. B read in
+// place by KernelTable::small_stack when its rows are contiguous, even where they crowd L1
+// (small_stack prefetches the next item, which a copy of B would wait for; gemm.cpp); else, by
+// columns, a run at a time by small_stack_b_cols (each B copied row-major) or, x.T @ W.T with
+// beta 0, small_stack_c_cols (C^T = B^T A^T, both read in place); else item by item, B copied
+// (run_b_copied). Any of them sums each element's products in order as gemm's small kernels
+// do: the same bits, without gemm's per-call checks, flag rule and choice of path (3571 x (7 x
+// 6 x 10) float64 x.T @ W.T spent 4/5 of its time there).
+enum class SmallItem { none, in_place, b_columns, c_columns, b_copied };
 template <typename T>
 SmallItem small_item(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, T beta, SmallProduct<T>& out);
-// An item small_item found b_copied or c_transposed.
+// An item small_item found b_copied.
 template <typename T>
-void run_small_item(const KernelTable<T>& uk, SmallItem how, T alpha, SmallProduct<T> sp, T beta);
+void run_b_copied(const KernelTable<T>& uk, T alpha, SmallProduct<T> sp, T beta);
 
 extern template SmallItem small_item<float>(const KernelSet&, View<const float>, View<const float>, View<float>, float,
                                             SmallProduct<float>&);
 extern template SmallItem small_item<double>(const KernelSet&, View<const double>, View<const double>, View<double>,
                                              double, SmallProduct<double>&);
-extern template void run_small_item<float>(const KernelTable<float>&, SmallItem, float, SmallProduct<float>, float);
-extern template void run_small_item<double>(const KernelTable<double>&, SmallItem, double, SmallProduct<double>,
-                                            double);
+extern template void run_b_copied<float>(const KernelTable<float>&, float, SmallProduct<float>, float);
+extern template void run_b_copied<double>(const KernelTable<double>&, double, SmallProduct<double>, double);
 
 // The columns gemm gives the dot kernel at the end of a small product of these views
 // (small_tail_dots; data unused), 0 when it has none or is not a small one. For a product that

@@ -449,6 +449,60 @@ void copy_columns(const fastgemm::KernelSet& ks) {
             }
 }
 
+// small_stack_b_cols / small_stack_c_cols: runs of 3 items with B (or C) stored by columns,
+// the columns and items apart by gaps, small integers (exact sums): every element against a
+// double reference, beta 2 over C (b_cols) or 0 over a C of NaN (c_cols, never read), nothing
+// written in the gaps; squares of the vector width, twice and four times it (the fixed
+// transposes), and shapes off them (copy_columns).
+template <typename T>
+void stack_cols(const fastgemm::KernelSet& ks) {
+    const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
+    const int64_t w = uk.lanes;
+    struct Shape {
+        int64_t m, n, k;
+    };
+    for (Shape s : {Shape{w, w, w}, Shape{2 * w, 2 * w, 2 * w}, Shape{4 * w, 4 * w, 4 * w}, Shape{3, 5, 7},
+                    Shape{w + 1, w + 2, 2 * w + 3}, Shape{13, 2 * w + 1, 9}})
+        for (bool c_cols : {false, true}) {
+            const int64_t m = s.m, n = s.n, k = s.k, count = 3;
+            const int64_t lda = k + 2, ldb = c_cols ? n + 3 : k + 3, ldc = c_cols ? m + 2 : n + 2;
+            const int64_t sa = m * lda + 1, sb = (c_cols ? k : n) * ldb + 2, sc = (c_cols ? n : m) * ldc + 3;
+            std::vector<T> a(size_t(count * sa)), b(size_t(count * sb)), c(size_t(count * sc + 5), T(-7));
+            for (size_t e = 0; e < a.size(); ++e) a[e] = T(int(e * 7 % 11) - 5);
+            for (size_t e = 0; e < b.size(); ++e) b[e] = T(int(e * 5 % 13) - 6);
+            auto at_b = [&](int64_t i, int64_t p, int64_t j) { return i * sb + (c_cols ? p * ldb + j : j * ldb + p); };
+            auto at_c = [&](int64_t i, int64_t r, int64_t j) { return i * sc + (c_cols ? j * ldc + r : r * ldc + j); };
+            std::vector<bool> in_c(c.size(), false);
+            for (int64_t i = 0; i < count; ++i)
+                for (int64_t r = 0; r < m; ++r)
+                    for (int64_t j = 0; j < n; ++j) {
+                        in_c[size_t(at_c(i, r, j))] = true;
+                        c[size_t(at_c(i, r, j))] = c_cols ? std::numeric_limits<T>::quiet_NaN() : T(int(r - j));
+                    }
+            const std::vector<T> c0 = c;
+            std::vector<T> t(size_t(std::max(m, k) * n));
+            const fastgemm::StackRun run{count, sa, sb, sc};
+            if (c_cols)
+                uk.small_stack_c_cols(run, m, n, k, T(1), a.data(), lda, b.data(), ldb, c.data(), ldc, t.data());
+            else
+                uk.small_stack_b_cols(run, m, n, k, T(1), a.data(), lda, 1, b.data(), ldb, T(2), c.data(), ldc,
+                                      t.data());
+            bool ok = true;
+            for (int64_t i = 0; i < count; ++i)
+                for (int64_t r = 0; r < m; ++r)
+                    for (int64_t j = 0; j < n; ++j) {
+                        double ref = c_cols ? 0.0 : 2.0 * double(c0[size_t(at_c(i, r, j))]);
+                        for (int64_t p = 0; p < k; ++p)
+                            ref += double(a[size_t(i * sa + r * lda + p)]) * double(b[size_t(at_b(i, p, j))]);
+                        ok = ok && double(c[size_t(at_c(i, r, j))]) == ref;
+                    }
+            for (size_t e = 0; e < c.size(); ++e) ok = ok && (in_c[e] || c[e] == T(-7));
+            report(ok, std::string(ks.name) + " " + type_name<T>() +
+                           (c_cols ? " small_stack_c_cols " : " small_stack_b_cols ") + std::to_string(m) + "x" +
+                           std::to_string(n) + "x" + std::to_string(k));
+        }
+}
+
 // dots: m x n dot products of rows along k against a double reference (small integers, so
 // exact), C strided with a gap between its elements that must stay untouched, beta 0 over a
 // NaN-filled C (never read) and beta 2; m around the kernel's 3- and 4-row blocks, n around its
@@ -1360,6 +1414,8 @@ void all_cases(const fastgemm::KernelSet& ks) {
     gemv_tail<double>(ks);
     copy_columns<float>(ks);
     copy_columns<double>(ks);
+    stack_cols<float>(ks);
+    stack_cols<double>(ks);
     dots_check<float>(ks);
     dots_check<double>(ks);
     small_chunks_check<float>(ks);

@@ -88,6 +88,8 @@ constexpr KernelTable<typename V::T> kernel_table(std::integer_sequence<int, M..
             &few_rows<V>,
             &small<V, PV>,
             &small_stack<V, PV>,
+            &small_stack_b_cols<V, PV>,
+            &small_stack_c_cols<V, PV>,
             &fma_loop<V>,
             &epilogue<V>,
             &gemv_packed<V, NV>,
