@@ -326,10 +326,22 @@ def test_stack_items_with_b_by_columns_equal_single_products(kernel, shape, dtyp
 
 # The same runs with the batch strides of each operand apart (one operand broadcast, two batch
 # axes), the squares of every kernel's vector width and twice and four times it (the fixed
-# transposes of B or C^T) and shapes off them.
+# transposes of B or C^T), shapes off them, and a narrow x.T @ W.T (few_columns_fit: gemm's
+# C^T on the few-row kernels, item by item).
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
-    "shape", [(4, 4, 4), (8, 8, 8), (16, 16, 16), (32, 32, 32), (64, 64, 64), (12, 10, 12), (20, 31, 40), (9, 7, 5)]
+    "shape",
+    [
+        (4, 4, 4),
+        (8, 8, 8),
+        (16, 16, 16),
+        (32, 32, 32),
+        (64, 64, 64),
+        (12, 10, 12),
+        (20, 31, 40),
+        (9, 7, 5),
+        (30, 2, 40),
+    ],
 )
 @pytest.mark.parametrize("a_by_columns", [False, True])
 @pytest.mark.parametrize("batch", ["stack", "broadcast-a", "broadcast-b", "2-axes"])

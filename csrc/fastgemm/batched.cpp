@@ -20,11 +20,11 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     const int64_t m = c.rows, n = c.cols, k = a.cols;
 
     const int per_item = threads_for(m, n, k);
-    // Small products go to KernelTable::small_stack a run at a time, products with one row or
-    // one column of C (whose vectors the small kernels would fill one lane of) to the
-    // matrix-vector kernels item by item, and those gemm gives the dot kernels with both
-    // operands along k to them item by item: kernel, form and checks are decided once for the
-    // stack, not once per item.
+    // Small products go to KernelTable::small_stack (or its forms for B or C by columns) a run at
+    // a time, products with one row or one column of C (whose vectors the small kernels would
+    // fill one lane of) to the matrix-vector kernels item by item, and those gemm gives the dot
+    // kernels with both operands along k, or the few-row kernels as C^T, to them item by item:
+    // kernel, form and checks are decided once for the stack, not once per item.
     const KernelSet& ks = active_kernels();
     const KernelTable<T>& table = main_table<T>(ks);
     const bool runs = alpha != T(0) && k > 0 && per_item == 1;
@@ -34,12 +34,13 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     const bool vectors = runs && vector_product(m, n, side) && gemv_form(a, b, c, gv);
     const bool dotted = !vectors && side != 0 && a.cs == 1 && b.rs == 1;
     const SmallItem small = runs && !vectors && !dotted ? small_item(ks, a, b, c, beta, sp) : SmallItem::none;
+    const bool few_columns = runs && !vectors && !dotted && small == SmallItem::none && few_columns_fit(ks, a, c);
     const bool stacked = vectors || dotted || small == SmallItem::in_place;
     const int64_t tail = stacked && !vectors ? small_tail_dots(table, sp) : 0;
     const bool moved = small == SmallItem::b_columns || small == SmallItem::c_columns;
     const BatchAxis in = innermost(st);
     run_stack(
-        c, st, m, n, k, per_item, stacked || moved || small == SmallItem::b_copied,
+        c, st, m, n, k, per_item, stacked || moved || few_columns || small == SmallItem::b_copied,
         [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {
             const OrientedRun r = orient_run(sp.transposed, len, in, oa, ob);
             if (moved) {
@@ -52,6 +53,13 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
                 return table.small_stack_c_cols({len, r.run.sb, r.run.sa, r.run.sc}, sp.c.cols, sp.c.rows, k, alpha,
                                                 sp.b.data + r.ob, sp.b.cs, sp.a.data + r.oa, sp.a.cs, sp.c.data + oc,
                                                 sp.c.rs, t);
+            }
+            if (few_columns) {
+                for (int64_t i = 0; i < len; ++i, oa += in.a, ob += in.b, oc += in.c)
+                    run_few_columns(table, alpha, View<const T>{a.data + oa, m, k, a.rs, a.cs},
+                                    View<const T>{b.data + ob, k, n, b.rs, b.cs}, beta,
+                                    View<T>{c.data + oc, m, n, c.rs, c.cs});
+                return;
             }
             if (small == SmallItem::b_copied) {
                 SmallProduct<T> item = sp;

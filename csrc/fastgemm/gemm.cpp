@@ -326,6 +326,8 @@ constexpr int64_t kFewColumnsShortMaxK = 48;
 
 bool few_columns_short(int64_t m, int64_t k) { return m >= kNarrowShortMinM && k <= kFewColumnsShortMaxK; }
 
+}  // namespace
+
 // A narrow C with A stored by columns (x.T @ w with few columns of w): C^T = B^T A^T is a
 // few-row product that streams A^T's rows (A's columns) once, where the tiles would pack all of
 // A for one sliver of a few columns. C^T's rows are C's columns, not contiguous: each thread's
@@ -351,6 +353,8 @@ void run_few_columns(const KernelTable<T>& uk, T alpha, View<const T> a, View<co
         },
         [&](int64_t lo, int64_t hi) { put_transposed(uk, lo, hi, t, m, beta, c); });
 }
+
+namespace {
 
 template <typename T>
 bool try_few_columns(const KernelSet& ks, const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta,
@@ -648,6 +652,13 @@ template SmallItem small_item<double>(const KernelSet&, View<const double>, View
                                       SmallProduct<double>&);
 template void run_b_copied<float>(const KernelTable<float>&, float, SmallProduct<float>, float);
 template void run_b_copied<double>(const KernelTable<double>&, double, SmallProduct<double>, double);
+
+template bool few_columns_fit<float>(const KernelSet&, View<const float>, View<float>);
+template bool few_columns_fit<double>(const KernelSet&, View<const double>, View<double>);
+template void run_few_columns<float>(const KernelTable<float>&, float, View<const float>, View<const float>, float,
+                                     View<float>);
+template void run_few_columns<double>(const KernelTable<double>&, double, View<const double>, View<const double>,
+                                      double, View<double>);
 
 template int64_t small_tail_of<float>(const KernelSet&, View<const float>, View<const float>, View<float>);
 template void gemm<float>(float, View<const float>, View<const float>, float, View<float>, const Epilogue<float>&);

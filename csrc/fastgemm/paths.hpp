@@ -92,6 +92,21 @@ extern template SmallItem small_item<double>(const KernelSet&, View<const double
 extern template void run_b_copied<float>(const KernelTable<float>&, float, SmallProduct<float>, float);
 extern template void run_b_copied<double>(const KernelTable<double>&, double, SmallProduct<double>, double);
 
+// Whether gemm computes a product of these views as C^T = B^T A^T on the few-row kernels (a
+// narrow C with A stored by columns: x.T @ w with a few columns of w; gemm.cpp), and so running
+// it (n x m scratch, beta applied as C^T moves into C).
+template <typename T>
+bool few_columns_fit(const KernelSet& ks, View<const T> a, View<T> c);
+template <typename T>
+void run_few_columns(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta, View<T> c);
+
+extern template bool few_columns_fit<float>(const KernelSet&, View<const float>, View<float>);
+extern template bool few_columns_fit<double>(const KernelSet&, View<const double>, View<double>);
+extern template void run_few_columns<float>(const KernelTable<float>&, float, View<const float>, View<const float>,
+                                            float, View<float>);
+extern template void run_few_columns<double>(const KernelTable<double>&, double, View<const double>, View<const double>,
+                                             double, View<double>);
+
 // The columns gemm gives the dot kernel at the end of a small product of these views
 // (small_tail_dots; data unused), 0 when it has none or is not a small one. For a product that
 // is not a matrix-vector, dot-product or few-column one (the caller's checks).
