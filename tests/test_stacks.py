@@ -309,10 +309,23 @@ def _assert_items_equal_single_products(a, b, c0, alpha, beta):
 # Items whose B is stored by columns (x.T @ W.T, x @ W.T with W's columns strided): gemm_batched
 # copies each one's B row-major or computes C^T = B^T A^T a run at a time (small_item), or hands
 # the item to gemm; either way each item equals its single product bit for bit, with the shapes
-# where gemm computes C^T (m < k) or ends in dot products or few-row tails.
+# where gemm computes C^T (m < k) or ends in dot products or few-row tails (35 x 9 x 55 float64,
+# 50 x 17 x 50 float32: C^T for the whole item in a stack).
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
-    "shape", [(7, 6, 10), (3, 24, 8), (16, 16, 16), (46, 28, 3), (5, 13, 51), (15, 78, 5), (40, 18, 20), (33, 2, 40)]
+    "shape",
+    [
+        (7, 6, 10),
+        (3, 24, 8),
+        (16, 16, 16),
+        (46, 28, 3),
+        (5, 13, 51),
+        (15, 78, 5),
+        (40, 18, 20),
+        (33, 2, 40),
+        (35, 9, 55),
+    ]
+    + [(50, 17, 50)],
 )
 @pytest.mark.parametrize("a_by_columns", [False, True])
 @pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (-1.5, 0.5)])
