@@ -452,17 +452,17 @@ void copy_columns(const fastgemm::KernelSet& ks) {
 // small_stack_b_cols / small_stack_c_cols: runs of 3 items with B (or C) stored by columns,
 // the columns and items apart by gaps, small integers (exact sums): every element against a
 // double reference, beta 2 over C (b_cols) or 0 over a C of NaN (c_cols, never read), nothing
-// written in the gaps; squares of the vector width, twice and four times it (the fixed
-// transposes), and shapes off them (copy_columns).
+// written in the gaps; squares of the vector width, twice and four times it and of half of it
+// (the fixed transposes), and shapes off them (copy_columns).
 template <typename T>
 void stack_cols(const fastgemm::KernelSet& ks) {
     const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
-    const int64_t w = uk.lanes;
+    const int64_t w = uk.lanes, h = std::max<int64_t>(w / 2, 1);
     struct Shape {
         int64_t m, n, k;
     };
     for (Shape s : {Shape{w, w, w}, Shape{2 * w, 2 * w, 2 * w}, Shape{4 * w, 4 * w, 4 * w}, Shape{3, 5, 7},
-                    Shape{w + 1, w + 2, 2 * w + 3}, Shape{13, 2 * w + 1, 9}})
+                    Shape{w + 1, w + 2, 2 * w + 3}, Shape{13, 2 * w + 1, 9}, Shape{h, h, h}})
         for (bool c_cols : {false, true}) {
             const int64_t m = s.m, n = s.n, k = s.k, count = 3;
             const int64_t lda = k + 2, ldb = c_cols ? n + 3 : k + 3, ldc = c_cols ? m + 2 : n + 2;

@@ -10,6 +10,7 @@
 
 #include "int8.hpp"
 #include "table.hpp"
+#include "ymm_transpose.hpp"
 
 namespace fastgemm {
 namespace {
@@ -63,23 +64,7 @@ struct Avx2F32 {
     static void mask_storeu(T* p, mask m, reg r) { store_first(p, m.n, _mm256_castps_si256(r)); }
     // 8 rows in registers become 8 columns (r[c] holds row i's element c in lane i): packing
     // row-major A is a transpose; see docs/DESIGN.md, "Packing transposes".
-    static void transpose(reg r[8]) {
-        reg t[8], u[8];
-        for (int i = 0; i < 4; ++i) {
-            t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-            t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-        }
-        for (int g = 0; g < 2; ++g) {  // u[4g + e], 128-bit half h: rows 4g..4g+3 at column 4h + e
-            u[4 * g + 0] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(1, 0, 1, 0));
-            u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(3, 2, 3, 2));
-            u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(1, 0, 1, 0));
-            u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(3, 2, 3, 2));
-        }
-        for (int e = 0; e < 4; ++e) {
-            r[e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x20);
-            r[4 + e] = _mm256_permute2f128_ps(u[e], u[4 + e], 0x31);
-        }
-    }
+    static void transpose(reg r[8]) { transpose_ymm(r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
     // The lanes' sum as a tree in registers (halves, then quarters, ...): dots' reduction.
@@ -125,14 +110,7 @@ struct Avx2F64 {
     static reg maskz_loadu(mask m, const T* p) { return _mm256_maskload_pd(p, m.bits); }
     static void mask_storeu(T* p, mask m, reg r) { store_first(p, 2 * m.n, _mm256_castpd_si256(r)); }
     // As Avx2F32::transpose, for 4 rows of 4.
-    static void transpose(reg r[4]) {
-        const reg t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
-        const reg t2 = _mm256_unpacklo_pd(r[2], r[3]), t3 = _mm256_unpackhi_pd(r[2], r[3]);
-        r[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
-        r[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
-        r[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
-        r[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
-    }
+    static void transpose(reg r[4]) { transpose_ymm(r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_pd(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_pd(a, b); }
     static T reduce(reg r) {

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "ymm_transpose.hpp"
+
 namespace fastgemm {
 namespace {
 
@@ -28,6 +30,8 @@ struct Avx512YmmF32 {
     static mask lanes(int n) { return n >= W ? mask(0xFF) : n <= 0 ? mask(0) : mask((1u << n) - 1); }
     static reg maskz_loadu(mask m, const T* p) { return _mm256_maskz_loadu_ps(m, p); }
     static void mask_storeu(T* p, mask m, reg r) { _mm256_mask_storeu_ps(p, m, r); }
+    // copy_columns' blocks (small_stack_c_cols: C^T of 8^3 items).
+    static void transpose(reg r[8]) { transpose_ymm(r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
     static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
@@ -51,6 +55,7 @@ struct Avx512YmmF64 {
     static mask lanes(int n) { return n >= W ? mask(0xF) : n <= 0 ? mask(0) : mask((1u << n) - 1); }
     static reg maskz_loadu(mask m, const T* p) { return _mm256_maskz_loadu_pd(m, p); }
     static void mask_storeu(T* p, mask m, reg r) { _mm256_mask_storeu_pd(p, m, r); }
+    static void transpose(reg r[4]) { transpose_ymm(r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_pd(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_pd(a, b); }
     static reg add(reg a, reg b) { return _mm256_add_pd(a, b); }
