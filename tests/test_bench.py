@@ -75,6 +75,11 @@ def test_operands_have_the_layout(layout):
 def test_stacked_operands():
     a, b = suite.operands(suite.Case("stacked", 3, 4, 5, "float32", batch=7), np.random.default_rng(0))
     assert a.shape == (7, 3, 5) and b.shape == (7, 5, 4) and a.dtype == np.float32
+    case = suite.Case("stacked", 3, 4, 5, "float64", batch=7, layout="A.T,B.T")
+    a, b = suite.operands(case, np.random.default_rng(0))
+    assert a.shape == (7, 3, 5) and b.shape == (7, 5, 4) and a.dtype == np.float64
+    assert a[0].T.flags.c_contiguous and b[0].T.flags.c_contiguous
+    assert case.label() == "7*3x4x5 A.T,B.T"
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -124,6 +124,8 @@ PACKED_KN = 4096
 # other libraries get b itself.
 PACKED_LAYOUT = "packed"
 STACKED = ((100000, 3), (10000, 8), (4096, 16), (1000, 32), (1000, 64))
+# Stacks of x.T @ W.T items (both operands transposed views): each item's B or C moves once.
+STACKED_TRANSPOSED = ((10000, 8), (4096, 16), (1000, 32))
 # np.dot itself, switch on ("fastgemm": fastgemm's np.dot) against NumPy's own np.dot: the
 # per-call cost of the replaced function at small sizes, the fast path at 512.
 SWITCH_DOT = "switch dot"
@@ -171,6 +173,7 @@ def full_suite(dtype_choice=None):
             cases += [c for c in packed_suite((dt,)) if c.key not in seen]
     for dt in both:
         cases += [Case("stacked", s, s, s, dt, batch=b) for b, s in STACKED]
+        cases += [Case("stacked", s, s, s, dt, batch=b, layout="A.T,B.T") for b, s in STACKED_TRANSPOSED]
         s = STRIDED_SIZE
         cases += [Case("strided", s, s, s, dt, layout=lay) for lay in LAYOUTS if lay != "contiguous"]
     return cases + switch_dot_suite(dtype_choice)
@@ -276,14 +279,13 @@ def operands(case, rng):
         x = rng.uniform(-1.0, 1.0, size=shape)
         return (x if dt.itemsize > 2 else x.astype(np.float32)).astype(dt, copy=False)
 
-    if case.batch:
-        return rand(case.batch, m, k), rand(case.batch, k, n)
+    pre = (case.batch,) if case.batch else ()
     lay = case.layout
-    a = rand(k, m).T if "A.T" in lay else rand(m, k)
+    a = np.swapaxes(rand(*pre, k, m), -1, -2) if "A.T" in lay else rand(*pre, m, k)
     if lay == "B[:,::2]":
-        b = rand(k, 2 * n)[:, ::2]
+        b = rand(*pre, k, 2 * n)[..., ::2]
     elif "B.T" in lay:
-        b = rand(n, k).T
+        b = np.swapaxes(rand(*pre, n, k), -1, -2)
     else:
-        b = rand(k, n)
+        b = rand(*pre, k, n)
     return a, b
