@@ -213,6 +213,20 @@ void pack_b(int64_t kc, int64_t nc, const typename V::T* b, int64_t rsb, int64_t
     pack_b_as<V, NR, SameType<V>>(kc, nc, b, rsb, csb, bp, s0, s1);
 }
 
+// A W x W block stored by columns (cs apart) written row-major at dst (rows ld apart) through
+// V's register transpose.
+template <typename V>
+[[gnu::always_inline]] inline void transpose_block(const typename V::T* src, int64_t cs, typename V::T* dst,
+                                                   int64_t ld) {
+    constexpr int W = V::W;
+    typename V::reg r[W];
+#pragma GCC unroll 16
+    for (int q = 0; q < W; ++q) r[q] = V::loadu(src + q * cs);
+    V::transpose(r);
+#pragma GCC unroll 16
+    for (int q = 0; q < W; ++q) V::storeu(dst + q * ld, r[q]);
+}
+
 // A rows x cols matrix stored by columns (cs apart, each contiguous) copied row-major into dst
 // (rows ld apart): W x W blocks through register transposes where V has them (the last rows
 // % W rows too, from half a vector, through masked loads), else W columns at a time, so only W
@@ -235,14 +249,7 @@ void copy_columns(int64_t rows, int64_t cols, const typename V::T* src, int64_t 
     for (; j + W <= cols; j += W) {
         int64_t i = 0;
         if constexpr (has_transpose<V>)
-            for (; i + W <= rows; i += W) {
-                typename V::reg r[W];
-#pragma GCC unroll 16
-                for (int q = 0; q < W; ++q) r[q] = V::loadu(src + (j + q) * cs + i);
-                V::transpose(r);
-#pragma GCC unroll 16
-                for (int q = 0; q < W; ++q) V::storeu(dst + (i + q) * ld + j, r[q]);
-            }
+            for (; i + W <= rows; i += W) transpose_block<V>(src + j * cs + i, cs, dst + i * ld + j, ld);
         // The last rows % W rows, from half a vector: masked loads and the transpose, where
         // element by element was 41% of 13 x 557 x 12 float32 with both operands by columns.
         if constexpr (has_transpose<V>)

@@ -632,14 +632,7 @@ template <typename V, int N>
 #pragma GCC unroll 1
     for (int j = 0; j < N; j += W)
 #pragma GCC unroll 1
-        for (int i = 0; i < N; i += W) {
-            typename V::reg r[W];
-#pragma GCC unroll 16
-            for (int q = 0; q < W; ++q) r[q] = V::loadu(src + (j + q) * cs + i);
-            V::transpose(r);
-#pragma GCC unroll 16
-            for (int q = 0; q < W; ++q) V::storeu(dst + (i + q) * ld + j, r[q]);
-        }
+        for (int i = 0; i < N; i += W) transpose_block<V>(src + j * cs + i, cs, dst + i * ld + j, ld);
 }
 
 // copy(src, cs, dst, ld): copy_columns of a rows x cols matrix, transpose_square's fixed
