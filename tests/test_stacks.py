@@ -324,8 +324,8 @@ def _assert_items_equal_single_products(a, b, c0, alpha, beta):
         (40, 18, 20),
         (33, 2, 40),
         (35, 9, 55),
-    ]
-    + [(50, 17, 50)],
+        (50, 17, 50),
+    ],
 )
 @pytest.mark.parametrize("a_by_columns", [False, True])
 @pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (-1.5, 0.5)])
