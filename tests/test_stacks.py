@@ -310,7 +310,8 @@ def _assert_items_equal_single_products(a, b, c0, alpha, beta):
 # copies each one's B row-major or computes C^T = B^T A^T a run at a time (small_item), or hands
 # the item to gemm; either way each item equals its single product bit for bit, with the shapes
 # where gemm computes C^T (m < k) or ends in dot products or few-row tails (35 x 9 x 55 float64,
-# 50 x 17 x 50 float32: C^T for the whole item in a stack).
+# 50 x 17 x 50 float32: C^T for the whole item in a stack), and a few-row, narrow product gemm
+# gives the dot kernels before its few-column form (3 x 2 x 200).
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
@@ -325,6 +326,7 @@ def _assert_items_equal_single_products(a, b, c0, alpha, beta):
         (33, 2, 40),
         (35, 9, 55),
         (50, 17, 50),
+        (3, 2, 200),
     ],
 )
 @pytest.mark.parametrize("a_by_columns", [False, True])

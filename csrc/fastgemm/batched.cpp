@@ -30,17 +30,16 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     const bool runs = alpha != T(0) && k > 0 && per_item == 1;
     const int side = runs ? dots_side(ks, a, b, c) : 0;
     GemvForm gv;
-    SmallProduct<T> sp;
+    SmallProduct<T> sp{};  // set by small_item for the small forms, read by orient_run for all
     const bool vectors = runs && vector_product(m, n, side) && gemv_form(a, b, c, gv);
     const bool dotted = !vectors && side != 0 && a.cs == 1 && b.rs == 1;
     const SmallItem small = runs && !vectors && !dotted ? small_item(ks, a, b, c, beta, sp) : SmallItem::none;
-    const bool few_columns = runs && !vectors && !dotted && small == SmallItem::none && few_columns_fit(ks, a, c);
     const bool stacked = vectors || dotted || small == SmallItem::in_place;
-    const int64_t tail = stacked && !vectors ? small_tail_dots(table, sp) : 0;
+    const int64_t tail = small == SmallItem::in_place ? small_tail_dots(table, sp) : 0;
     const bool moved = small == SmallItem::b_columns || small == SmallItem::c_columns;
     const BatchAxis in = innermost(st);
     run_stack(
-        c, st, m, n, k, per_item, stacked || moved || few_columns || small == SmallItem::b_copied,
+        c, st, m, n, k, per_item, stacked || small != SmallItem::none,
         [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {
             const OrientedRun r = orient_run(sp.transposed, len, in, oa, ob);
             if (moved) {
@@ -54,7 +53,7 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
                                                 sp.b.data + r.ob, sp.b.cs, sp.a.data + r.oa, sp.a.cs, sp.c.data + oc,
                                                 sp.c.rs, t);
             }
-            if (few_columns) {
+            if (small == SmallItem::few_columns) {
                 for (int64_t i = 0; i < len; ++i, oa += in.a, ob += in.b, oc += in.c)
                     run_few_columns(table, alpha, View<const T>{a.data + oa, m, k, a.rs, a.cs},
                                     View<const T>{b.data + ob, k, n, b.rs, b.cs}, beta,

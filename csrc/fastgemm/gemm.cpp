@@ -257,11 +257,19 @@ SmallProduct<T> transposed_operands(const SmallProduct<T>& sp) {
 // only once the product is taken, and C^T's scratch claimed only then: a product the tiles take
 // neither wakes the pool nor grows the scratch to its m x n.
 constexpr int64_t kTransposedNarrowMinK = 32;
+
+// Whether C^T = B^T A^T reads both operands of an oriented product in place (both stored by
+// columns) and writes C's rows without reading them (beta 0).
+template <typename T>
+bool transposes_in_place(const SmallProduct<T>& sp, T beta) {
+    return beta == T(0) && sp.a.rs == 1 && sp.b.rs == 1 && sp.c.cs == 1;
+}
+
 template <typename T, typename Threads>
 bool try_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, Threads threads, T alpha,
                           const SmallProduct<T>& sp, T beta) {
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
-    if (beta != T(0) || sp.a.rs != 1 || sp.b.rs != 1 || sp.c.cs != 1) return false;
+    if (!transposes_in_place(sp, beta)) return false;
     // From m = k, moving C costs more than copying B, unless C's rows fill at most 80% of their
     // vectors' lanes (and no dot kernel takes their last columns): C^T's m-long rows fill theirs.
     auto narrow = [&] {
@@ -326,8 +334,6 @@ constexpr int64_t kFewColumnsShortMaxK = 48;
 
 bool few_columns_short(int64_t m, int64_t k) { return m >= kNarrowShortMinM && k <= kFewColumnsShortMaxK; }
 
-}  // namespace
-
 // A narrow C with A stored by columns (x.T @ w with few columns of w): C^T = B^T A^T is a
 // few-row product that streams A^T's rows (A's columns) once, where the tiles would pack all of
 // A for one sliver of a few columns. C^T's rows are C's columns, not contiguous: each thread's
@@ -340,6 +346,8 @@ bool few_columns_fit(const KernelSet& ks, View<const T> a, View<T> c) {
     return a.rs == 1 && c.rs != 1 && n >= 2 && n <= ks.tuning.few_rows_max_m && n * int64_t(sizeof(T)) <= 40 &&
            a.cols >= 16 && !few_columns_short(c.rows, a.cols);
 }
+
+}  // namespace
 
 template <typename T>
 void run_few_columns(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
@@ -617,7 +625,8 @@ SmallItem small_item(const KernelSet& ks, View<const T> a, View<const T> b, View
     // either: an item equals the same product alone. Items whose B rows crowd L1 stay in place:
     // small_stack prefetches each next item, which a copy of B apart would have to wait for
     // (float64 1000 x 64^3: 1.40-1.50x NumPy in place, 0.85-0.88x copied item by item).
-    if (dots_side(ks, a, b, c) != 0 || few_columns_fit(ks, a, c)) return SmallItem::none;
+    if (dots_side(ks, a, b, c) != 0) return SmallItem::none;
+    if (few_columns_fit(ks, a, c)) return SmallItem::few_columns;
     out = orient(a, b, c);
     if (!small_shaped(ks, out) || narrow_small_transposed(ks, out)) return SmallItem::none;
     if (out.b.cs == 1) return SmallItem::in_place;
@@ -628,8 +637,7 @@ SmallItem small_item(const KernelSet& ks, View<const T> a, View<const T> b, View
     // k x n elements: when that is fewer, or as many (both operands then by rows, as the square
     // kernels take them). A few-row tail gemm would give the last columns sums as the small
     // kernels do, so C^T takes those items too (float64 146 x (35 x 9 x 55) 0.69 -> 0.91x NumPy).
-    if (beta == T(0) && out.a.rs == 1 && out.b.rs == 1 && out.c.cs == 1 && out.c.rows <= out.a.cols &&
-        small_shaped(ks, transposed_operands(out)))
+    if (transposes_in_place(out, beta) && out.c.rows <= out.a.cols && small_shaped(ks, transposed_operands(out)))
         return SmallItem::c_columns;
     // With B copied, gemm's few-row tail spares the last vector's idle lanes (float32 100 x (60 x
     // 34 x 50) 0.88x NumPy through gemm, 0.84x all on the small kernels).
@@ -656,8 +664,6 @@ template SmallItem small_item<double>(const KernelSet&, View<const double>, View
 template void run_b_copied<float>(const KernelTable<float>&, float, SmallProduct<float>, float);
 template void run_b_copied<double>(const KernelTable<double>&, double, SmallProduct<double>, double);
 
-template bool few_columns_fit<float>(const KernelSet&, View<const float>, View<float>);
-template bool few_columns_fit<double>(const KernelSet&, View<const double>, View<double>);
 template void run_few_columns<float>(const KernelTable<float>&, float, View<const float>, View<const float>, float,
                                      View<float>);
 template void run_few_columns<double>(const KernelTable<double>&, double, View<const double>, View<const double>,

@@ -68,9 +68,11 @@ using SmallProduct = Oriented<T, T>;
 // size (rows of C past 256 bytes: up to 32 rows); see docs/DESIGN.md, "Small products".
 bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t elem_bytes);
 
-// How a stack item of these views (m, n, k >= 1, one thread) runs on the small kernels of ks,
-// none where gemm would give it another form (dot products, few columns, a narrow C^T, a dot or
-// few-row tail): small_shape, C's rows contiguous once oriented and A read well. B read in
+// How a stack item of these views (m, n, k >= 1, one thread) runs: as gemm's C^T on the
+// few-row kernels where gemm takes that (few_columns: run_few_columns item by item); else on
+// the small kernels of ks, none where gemm would give it another form (dot products, a narrow
+// C^T, a dot-kernel tail; a few-row tail with B copied): small_shape, C's rows contiguous once
+// oriented and A read well. B read in
 // place by KernelTable::small_stack when its rows are contiguous, even where they crowd L1
 // (small_stack prefetches the next item, which a copy of B would wait for; gemm.cpp); else, by
 // columns, a run at a time by small_stack_b_cols (each B copied row-major) or, x.T @ W.T with
@@ -78,7 +80,7 @@ bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t e
 // (run_b_copied). Any of them sums each element's products in order as gemm's small kernels
 // do: the same bits, without gemm's per-call checks, flag rule and choice of path (3571 x (7 x
 // 6 x 10) float64 x.T @ W.T spent 4/5 of its time there).
-enum class SmallItem { none, in_place, b_columns, c_columns, b_copied };
+enum class SmallItem { none, in_place, b_columns, c_columns, b_copied, few_columns };
 template <typename T>
 SmallItem small_item(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, T beta, SmallProduct<T>& out);
 // An item small_item found b_copied.
@@ -92,16 +94,12 @@ extern template SmallItem small_item<double>(const KernelSet&, View<const double
 extern template void run_b_copied<float>(const KernelTable<float>&, float, SmallProduct<float>, float);
 extern template void run_b_copied<double>(const KernelTable<double>&, double, SmallProduct<double>, double);
 
-// Whether gemm computes a product of these views as C^T = B^T A^T on the few-row kernels (a
-// narrow C with A stored by columns: x.T @ w with a few columns of w; gemm.cpp), and so running
-// it (n x m scratch, beta applied as C^T moves into C).
-template <typename T>
-bool few_columns_fit(const KernelSet& ks, View<const T> a, View<T> c);
+// A product gemm computes as C^T = B^T A^T on the few-row kernels (a narrow C with A stored by
+// columns: x.T @ w with a few columns of w; small_item's few_columns), so run (n x m scratch,
+// beta applied as C^T moves into C).
 template <typename T>
 void run_few_columns(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta, View<T> c);
 
-extern template bool few_columns_fit<float>(const KernelSet&, View<const float>, View<float>);
-extern template bool few_columns_fit<double>(const KernelSet&, View<const double>, View<double>);
 extern template void run_few_columns<float>(const KernelTable<float>&, float, View<const float>, View<const float>,
                                             float, View<float>);
 extern template void run_few_columns<double>(const KernelTable<double>&, double, View<const double>, View<const double>,
