@@ -451,9 +451,9 @@ void copy_columns(const fastgemm::KernelSet& ks) {
 
 // small_stack_b_cols / small_stack_c_cols: runs of 3 items with B (or C) stored by columns,
 // the columns and items apart by gaps, small integers (exact sums): every element against a
-// double reference, beta 2 over C (b_cols) or 0 over a C of NaN (c_cols, never read), nothing
-// written in the gaps; squares of the vector width, twice and four times it and of half of it
-// (the fixed transposes), and shapes off them (copy_columns).
+// double reference, alpha -2, beta 2 over C (b_cols) or 0 over a C of NaN (c_cols, never
+// read), nothing written in the gaps; squares of the vector width, twice and four times it and
+// of half of it (the fixed transposes, C^T's in registers), and shapes off them (copy_columns).
 template <typename T>
 void stack_cols(const fastgemm::KernelSet& ks) {
     const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
@@ -483,17 +483,18 @@ void stack_cols(const fastgemm::KernelSet& ks) {
             std::vector<T> t(size_t(std::max(m, k) * n));
             const fastgemm::StackRun run{count, sa, sb, sc};
             if (c_cols)
-                uk.small_stack_c_cols(run, m, n, k, T(1), a.data(), lda, b.data(), ldb, c.data(), ldc, t.data());
+                uk.small_stack_c_cols(run, m, n, k, T(-2), a.data(), lda, b.data(), ldb, c.data(), ldc, t.data());
             else
-                uk.small_stack_b_cols(run, m, n, k, T(1), a.data(), lda, 1, b.data(), ldb, T(2), c.data(), ldc,
+                uk.small_stack_b_cols(run, m, n, k, T(-2), a.data(), lda, 1, b.data(), ldb, T(2), c.data(), ldc,
                                       t.data());
             bool ok = true;
             for (int64_t i = 0; i < count; ++i)
                 for (int64_t r = 0; r < m; ++r)
                     for (int64_t j = 0; j < n; ++j) {
-                        double ref = c_cols ? 0.0 : 2.0 * double(c0[size_t(at_c(i, r, j))]);
+                        double sum = 0.0;
                         for (int64_t p = 0; p < k; ++p)
-                            ref += double(a[size_t(i * sa + r * lda + p)]) * double(b[size_t(at_b(i, p, j))]);
+                            sum += double(a[size_t(i * sa + r * lda + p)]) * double(b[size_t(at_b(i, p, j))]);
+                        const double ref = (c_cols ? 0.0 : 2.0 * double(c0[size_t(at_c(i, r, j))])) - 2.0 * sum;
                         ok = ok && double(c[size_t(at_c(i, r, j))]) == ref;
                     }
             for (size_t e = 0; e < c.size(); ++e) ok = ok && (in_c[e] || c[e] == T(-7));

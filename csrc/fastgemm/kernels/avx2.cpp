@@ -64,7 +64,7 @@ struct Avx2F32 {
     static void mask_storeu(T* p, mask m, reg r) { store_first(p, m.n, _mm256_castps_si256(r)); }
     // 8 rows in registers become 8 columns (r[c] holds row i's element c in lane i): packing
     // row-major A is a transpose; see docs/DESIGN.md, "Packing transposes".
-    static void transpose(reg r[8]) { transpose_ymm(r); }
+    [[gnu::always_inline]] static void transpose(reg r[8]) { transpose_ymm(r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
     // The lanes' sum as a tree in registers (halves, then quarters, ...): dots' reduction.
@@ -110,7 +110,7 @@ struct Avx2F64 {
     static reg maskz_loadu(mask m, const T* p) { return _mm256_maskload_pd(p, m.bits); }
     static void mask_storeu(T* p, mask m, reg r) { store_first(p, 2 * m.n, _mm256_castpd_si256(r)); }
     // As Avx2F32::transpose, for 4 rows of 4.
-    static void transpose(reg r[4]) { transpose_ymm(r); }
+    [[gnu::always_inline]] static void transpose(reg r[4]) { transpose_ymm(r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_pd(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_pd(a, b); }
     static T reduce(reg r) {

@@ -31,7 +31,7 @@ struct Avx512YmmF32 {
     static reg maskz_loadu(mask m, const T* p) { return _mm256_maskz_loadu_ps(m, p); }
     static void mask_storeu(T* p, mask m, reg r) { _mm256_mask_storeu_ps(p, m, r); }
     // copy_columns' blocks (small_stack_c_cols: C^T of 8^3 items).
-    static void transpose(reg r[8]) { transpose_ymm(r); }
+    [[gnu::always_inline]] static void transpose(reg r[8]) { transpose_ymm(r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
     static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
@@ -55,7 +55,7 @@ struct Avx512YmmF64 {
     static mask lanes(int n) { return n >= W ? mask(0xF) : n <= 0 ? mask(0) : mask((1u << n) - 1); }
     static reg maskz_loadu(mask m, const T* p) { return _mm256_maskz_loadu_pd(m, p); }
     static void mask_storeu(T* p, mask m, reg r) { _mm256_mask_storeu_pd(p, m, r); }
-    static void transpose(reg r[4]) { transpose_ymm(r); }
+    [[gnu::always_inline]] static void transpose(reg r[4]) { transpose_ymm(r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_pd(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_pd(a, b); }
     static reg add(reg a, reg b) { return _mm256_add_pd(a, b); }
@@ -89,7 +89,7 @@ struct Avx512F32 {
     static void mask_storeu(T* p, mask m, reg r) { _mm512_mask_storeu_ps(p, m, r); }
     // W rows in registers become W columns (r[c] holds row i's element c in lane i): packing
     // row-major A is a transpose; see docs/DESIGN.md, "Packing transposes".
-    static void transpose(reg r[16]) {
+    [[gnu::always_inline]] static void transpose(reg r[16]) {
         reg t[16];
         for (int i = 0; i < 8; ++i) {
             t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -192,7 +192,7 @@ struct Avx512F64 {
     static reg maskz_loadu(mask m, const T* p) { return _mm512_maskz_loadu_pd(m, p); }
     static void mask_storeu(T* p, mask m, reg r) { _mm512_mask_storeu_pd(p, m, r); }
     // As Avx512F32::transpose, for 8 rows of 8.
-    static void transpose(reg r[8]) {
+    [[gnu::always_inline]] static void transpose(reg r[8]) {
         reg t[8];  // t[2g + e], lane L: rows 2g, 2g+1 at column 2L + e
         for (int g = 0; g < 4; ++g) {
             t[2 * g] = _mm512_unpacklo_pd(r[2 * g], r[2 * g + 1]);

@@ -91,8 +91,10 @@ struct NextItem {
 // else the last one has `last`'s lanes and only it is masked (a masked store is microcoded on
 // AMD cores: masking every vector cost float32 2630 x 30 x 10 15%). pf > 0: B's rows
 // prefetched pf steps ahead. AHEAD: `next` holds lines of a stack's next item to prefetch (a
-// template argument: the check in each k step cost single products of 80^3-96^3 4-6%).
-template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false>
+// template argument: the check in each k step cost single products of 80^3-96^3 4-6%). TC: the
+// rows are C^T's, RG = W of them, and beta is 0 (small_stack_c_cols): each W x W block is
+// transposed in registers and written as W rows of C (rsc apart), C never read.
+template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false, bool TC = false>
 inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                        const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
                        typename V::mask last, int pf = 0, const SmallSums<typename V::T>& sums = {},
@@ -150,6 +152,19 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
     // alpha = 1 (every matmul) skips the multiply: RG x NV of them beside K x NV x RG FMAs is
     // 1/K of the work (8^3: an eighth), and x * 1 is x, so the bits are the same.
     auto finish = [&](auto scaled) {
+        if constexpr (TC) {
+            static_assert(RG == W && FULL, "whole W x W blocks of C^T");
+#pragma GCC unroll 4
+            for (int j = 0; j < NV; ++j) {
+                R blk[W];
+#pragma GCC unroll 16
+                for (int r = 0; r < W; ++r) blk[r] = decltype(scaled)::value ? V::mul(acc[r][j], va) : acc[r][j];
+                V::transpose(blk);
+#pragma GCC unroll 16
+                for (int q = 0; q < W; ++q) V::storeu(c + (j * W + q) * rsc, blk[q]);
+            }
+            return;
+        }
 #pragma GCC unroll 8
         for (int r = 0; r < RG; ++r) {
             T* cr = c + r * rsc;
@@ -384,29 +399,34 @@ void small(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename 
 // from N = 32 (32 registers; a 16^3 group of 8 x 2 ends its 16 k steps in 16 stores and ran
 // 5-18% slower than 4 x 2 on Zen 4; see docs/DESIGN.md, "Small products"). Always inlined:
 // stack_items passes constant strides for items stored whole, which become immediate offsets
-// only when inlined (a build where GCC stopped inlining it ran float64 8^3 items at 40%).
-template <typename V, int N, int PV>
+// only when inlined (a build where GCC stopped inlining it ran float64 8^3 items at 40%). TC:
+// the product is C^T, beta 0, and C (rows rsc apart) gets it transposed, W rows of C^T at a
+// time (small_rows' TC), panels wide enough for 8 accumulators.
+template <typename V, int N, int PV, bool TC = false>
 [[gnu::always_inline]] inline void square_fixed(typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t,
                                                 const typename V::T* b, int64_t rsb, typename V::T beta,
                                                 typename V::T* c, int64_t rsc, NextItem* next) {
     constexpr int W = V::W;
     static_assert(N % W == 0, "whole vectors only");
-    constexpr int NV = N / W < PV ? N / W : PV;
+    constexpr int WIDE = N / W < PV ? N / W : PV;
+    constexpr int NV = TC ? std::min(std::max(1, 8 / W), WIDE) : WIDE;
     constexpr int ACC = W * int(sizeof(typename V::T)) == 64 && NV >= 2 && N >= 32 ? 16 : 8;
-    constexpr int RG = ACC / NV < N ? (ACC / NV > 0 ? ACC / NV : 1) : N;
+    constexpr int RG = TC ? W : ACC / NV < N ? (ACC / NV > 0 ? ACC / NV : 1) : N;
     static_assert(N % (NV * W) == 0 && N % RG == 0, "the panels and row groups tile the product");
     // Only k unrolls: unrolled panels and row groups of a 32^3 product outgrow the L1
     // instruction cache.
 #pragma GCC unroll 1
     for (int j = 0; j < N; j += NV * W)
 #pragma GCC unroll 1
-        for (int i = 0; i < N; i += RG)
+        for (int i = 0; i < N; i += RG) {
+            typename V::T* ci = TC ? c + j * rsc + i : c + i * rsc + j;
             if (next)
-                small_rows<V, RG, NV, N, true, true>(N, alpha, a + i * rsa, rsa, 1, b + j, rsb, beta, c + i * rsc + j,
-                                                     rsc, typename V::mask{}, 0, {}, next);
+                small_rows<V, RG, NV, N, true, true, TC>(N, alpha, a + i * rsa, rsa, 1, b + j, rsb, beta, ci, rsc,
+                                                         typename V::mask{}, 0, {}, next);
             else
-                small_rows<V, RG, NV, N, true>(N, alpha, a + i * rsa, rsa, 1, b + j, rsb, beta, c + i * rsc + j, rsc,
-                                               typename V::mask{});
+                small_rows<V, RG, NV, N, true, false, TC>(N, alpha, a + i * rsa, rsa, 1, b + j, rsb, beta, ci, rsc,
+                                                          typename V::mask{});
+        }
 }
 
 // A tiny N x N x N product narrower than one vector, in scalar code the compiler unrolls whole
@@ -497,6 +517,24 @@ void item_tail(int64_t m, int64_t k, int64_t tail, typename V::T alpha, const ty
     dots<V>(tail, m, k, alpha, bt, k, a, rsa, beta, c, 1, rsc);
 }
 
+// each_item over a run of N x N x N items with rows of A contiguous, as product(a, rsa, b, rsb, c,
+// rsc, next): items stored whole (every row stride N, the usual contiguous stack) get the
+// strides as constants, so each load and store of an inlined product is an immediate offset
+// from the item's base.
+template <int N, int PanelCols, typename T, typename F, typename After>
+[[gnu::always_inline]] inline void each_square(const StackRun& s, const T* a, int64_t rsa, const T* b, int64_t rsb,
+                                               T* c, int64_t rsc, F product, After after) {
+    using Fixed = std::integral_constant<int64_t, N>;
+    if (rsa == N && rsb == N && rsc == N)
+        return each_item<PanelCols>(
+            s, N, N, N, a, N, 1, b, N, c, N,
+            [&](const T* ai, const T* bi, T* ci, NextItem* nx) { product(ai, Fixed{}, bi, Fixed{}, ci, Fixed{}, nx); },
+            after);
+    each_item<PanelCols>(
+        s, N, N, N, a, rsa, 1, b, rsb, c, rsc,
+        [&](const T* ai, const T* bi, T* ci, NextItem* nx) { product(ai, rsa, bi, rsb, ci, rsc, nx); }, after);
+}
+
 // A run of same-shaped small products (a stack, or one axis of it): the shape is decided once,
 // not per item, and the square sizes stacks are made of get a kernel fixed at compile time.
 // after(a, b, c) runs on each item right after it (the tail's dots).
@@ -506,51 +544,50 @@ void stack_items(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
                  int64_t rsc, After after) {
     using T = typename V::T;
     constexpr int W = V::W;
-    // Items stored whole (every row stride N, the usual contiguous stack) get the strides as
-    // constants: each load and store is then an immediate offset from the item's base.
-#define FASTGEMM_EACH(call, N, ...)                                                   \
-    do {                                                                              \
-        if (rsa == N && rsb == N && rsc == N)                                         \
-            return each_item<PV * W>(                                                 \
-                s, m, n, k, a, N, 1, b, N, c, N,                                      \
-                [&](const T* ai, const T* bi, T* ci, [[maybe_unused]] NextItem* nx) { \
-                    call(alpha, ai, N, 1, bi, N, beta, ci, N __VA_ARGS__);            \
-                },                                                                    \
-                after);                                                               \
-        return each_item<PV * W>(                                                     \
-            s, m, n, k, a, rsa, csa, b, rsb, c, rsc,                                  \
-            [&](const T* ai, const T* bi, T* ci, [[maybe_unused]] NextItem* nx) {     \
-                call(alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc __VA_ARGS__);        \
-            },                                                                        \
-            after);                                                                   \
-    } while (0)
+    using H = typename HalfOf<V>::type;
+    auto tiny = [&](auto sq) {
+        constexpr int N = decltype(sq)::value;
+        each_square<N, PV * W>(
+            s, a, rsa, b, rsb, c, rsc,
+            [&](const T* ai, auto ra, const T* bi, auto rb, T* ci, auto rc, NextItem*) {
+                square_tiny<V, N>(alpha, ai, ra, 1, bi, rb, beta, ci, rc);
+            },
+            after);
+    };
+    auto fixed = [&](auto sq, auto u) {
+        constexpr int N = decltype(sq)::value;
+        using U = typename decltype(u)::type;
+        each_square<N, PV * W>(
+            s, a, rsa, b, rsb, c, rsc,
+            [&](const T* ai, auto ra, const T* bi, auto rb, T* ci, auto rc, NextItem* nx) {
+                square_fixed<U, N, PV>(alpha, ai, ra, 1, bi, rb, beta, ci, rc, nx);
+            },
+            after);
+    };
     if (m == n && n == k && csa == 1) {
         switch (n) {
             case 2:
-                if constexpr (W > 2) FASTGEMM_EACH((square_tiny<V, 2>), 2);
+                if constexpr (W > 2) return tiny(std::integral_constant<int, 2>{});
                 break;
             case 3:
-                if constexpr (W > 3) FASTGEMM_EACH((square_tiny<V, 3>), 3);
+                if constexpr (W > 3) return tiny(std::integral_constant<int, 3>{});
                 break;
             case 4:
-                if constexpr (4 % W == 0) FASTGEMM_EACH((square_fixed<V, 4, PV>), 4, , nx);
-                else FASTGEMM_EACH((square_tiny<V, 4>), 4);
-                break;  // not reached: both branches return
+                if constexpr (4 % W == 0) return fixed(std::integral_constant<int, 4>{}, Tag<V>{});
+                else return tiny(std::integral_constant<int, 4>{});
             case 8:
-                if constexpr (8 % W == 0) FASTGEMM_EACH((square_fixed<V, 8, PV>), 8, , nx);
-                else if constexpr (8 % HalfOf<V>::type::W == 0)
-                    FASTGEMM_EACH((square_fixed<typename HalfOf<V>::type, 8, PV>), 8, , nx);
+                if constexpr (8 % W == 0) return fixed(std::integral_constant<int, 8>{}, Tag<V>{});
+                else if constexpr (8 % H::W == 0) return fixed(std::integral_constant<int, 8>{}, Tag<H>{});
                 break;
             case 16:
-                if constexpr (16 % W == 0) FASTGEMM_EACH((square_fixed<V, 16, PV>), 16, , nx);
+                if constexpr (16 % W == 0) return fixed(std::integral_constant<int, 16>{}, Tag<V>{});
                 break;
             case 32:
-                if constexpr (32 % W == 0) FASTGEMM_EACH((square_fixed<V, 32, PV>), 32, , nx);
+                if constexpr (32 % W == 0) return fixed(std::integral_constant<int, 32>{}, Tag<V>{});
                 break;
             default: break;
         }
     }
-#undef FASTGEMM_EACH
     // Items of one panel (n up to PV vectors, B not chunked): the panel's width and masks are
     // decided once for the run, and each item is one small_panel call.
     if (n <= PV * W && !small_chunks_b(n * int64_t(sizeof(T)), k)) {
@@ -685,6 +722,29 @@ void small_stack_c_cols(const StackRun& s, int64_t m, int64_t n, int64_t k, type
                         int64_t rsa, const typename V::T* b, int64_t rsb, typename V::T* c, int64_t csc,
                         typename V::T* t) {
     using T = typename V::T;
+    constexpr int W = V::W;
+    using H = typename HalfOf<V>::type;
+    auto squares = [&](auto sq) {
+        constexpr int N = decltype(sq)::value;
+        using U = std::conditional_t<N % W == 0, V, H>;
+        each_square<N, PV * W>(
+            s, a, rsa, b, rsb, c, csc,
+            [&](const T* ai, auto ra, const T* bi, auto rb, T* ci, auto rc, NextItem* nx) {
+                square_fixed<U, N, PV, true>(alpha, ai, ra, 1, bi, rb, T(0), ci, rc, nx);
+            },
+            [](const T*, const T*, T*) {});
+    };
+    if (m == n && n == k) {
+        if constexpr (has_half<V> && has_transpose<H>)
+            if (n == H::W) return squares(std::integral_constant<int, H::W>{});
+        // Up to 8 lanes: 16 (float32 in 512-bit registers) make 16 accumulators and a 16-register
+        // transpose, which spilled (float32 4096 x 16^3 x.T @ W.T items 1.31 -> 0.62x NumPy).
+        if constexpr (has_transpose<V> && W <= 8) {
+            if (n == W) return squares(std::integral_constant<int, W>{});
+            if (n == 2 * W) return squares(std::integral_constant<int, 2 * W>{});
+            if (n == 4 * W) return squares(std::integral_constant<int, 4 * W>{});
+        }
+    }
     with_column_copy<V>(n, m, [&](auto copy) {
         T* ci = c;
         stack_items<V, PV>(StackRun{s.count, s.sa, s.sb, 0}, m, n, k, alpha, a, rsa, 1, b, rsb, T(0), t, n,

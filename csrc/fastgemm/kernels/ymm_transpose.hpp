@@ -9,7 +9,7 @@
 namespace fastgemm {
 namespace {
 
-inline void transpose_ymm(__m256 r[8]) {
+[[gnu::always_inline]] inline void transpose_ymm(__m256 r[8]) {
     __m256 t[8], u[8];
     for (int i = 0; i < 4; ++i) {
         t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -27,7 +27,7 @@ inline void transpose_ymm(__m256 r[8]) {
     }
 }
 
-inline void transpose_ymm(__m256d r[4]) {
+[[gnu::always_inline]] inline void transpose_ymm(__m256d r[4]) {
     const __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
     const __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]), t3 = _mm256_unpackhi_pd(r[2], r[3]);
     r[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
