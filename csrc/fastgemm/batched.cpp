@@ -23,8 +23,9 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     // Small products go to KernelTable::small_stack (or its forms for B or C by columns) a run at
     // a time, products with one row or one column of C (whose vectors the small kernels would
     // fill one lane of) to the matrix-vector kernels item by item, and those gemm gives the dot
-    // kernels with both operands along k, or the few-row kernels as C^T, to them item by item:
-    // kernel, form and checks are decided once for the stack, not once per item.
+    // kernels (the short side's operand copied along k where it is not, as gemm does), or the
+    // few-row kernels as C^T, to them item by item: kernel, form and checks are decided once for
+    // the stack, not once per item.
     const KernelSet& ks = active_kernels();
     const KernelTable<T>& table = main_table<T>(ks);
     const bool runs = alpha != T(0) && k > 0 && per_item == 1;
@@ -32,7 +33,7 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     GemvForm gv;
     SmallProduct<T> sp{};  // set by small_item for the small forms, read by orient_run for all
     const bool vectors = runs && vector_product(m, n, side) && gemv_form(a, b, c, gv);
-    const bool dotted = !vectors && side != 0 && a.cs == 1 && b.rs == 1;
+    const bool dotted = !vectors && side != 0;
     const SmallItem small = runs && !vectors && !dotted ? small_item(ks, a, b, c, beta, sp) : SmallItem::none;
     const bool stacked = vectors || dotted || small == SmallItem::in_place;
     const int64_t tail = small == SmallItem::in_place ? small_tail_dots(table, sp) : 0;
@@ -71,10 +72,9 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
                 return;
             }
             if (dotted) {
-                for (int64_t i = 0; i < len; ++i, oa += in.a, ob += in.b, oc += in.c)
-                    run_dots_side(table, side, k, alpha, a.data + oa, a.rs, b.data + ob, b.cs, beta,
-                                  View<T>{c.data + oc, m, n, c.rs, c.cs}, true);
-                return;
+                return run_dots_copied(table, side, alpha, View<const T>{a.data + oa, m, k, a.rs, a.cs},
+                                       View<const T>{b.data + ob, k, n, b.rs, b.cs}, beta,
+                                       View<T>{c.data + oc, m, n, c.rs, c.cs}, StackRun{len, in.a, in.b, in.c}, true);
             }
             if (vectors) {
                 T* chunk = gemv_chunks<T>(table, gv, 1);

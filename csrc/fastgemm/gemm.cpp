@@ -289,25 +289,7 @@ bool try_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, Threads
 template <typename T>
 bool try_dots(const KernelTable<T>& uk, int side, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
     if (side == 0) return false;
-    // The long side's operand is along k (dots_side's rule); the short side's is copied along k
-    // when it is not: A's rows (few rows) or B's columns (few columns).
-    const int64_t k = a.cols;
-    const T *ar = a.data, *bt = b.data;
-    int64_t lda = a.rs, ldb = b.cs;
-    auto along_k = [&](int64_t rows, const T* src, int64_t rs, int64_t cs) {
-        T* copy = static_cast<T*>(thread_scratch(size_t(rows * k) * sizeof(T)));
-        copy_to_rows(uk, rows, k, src, rs, cs, copy, k);
-        return copy;
-    };
-    if (a.cs != 1) {
-        ar = along_k(a.rows, a.data, a.rs, a.cs);
-        lda = k;
-    }
-    if (b.rs != 1) {
-        bt = along_k(b.cols, b.data, b.cs, b.rs);
-        ldb = k;
-    }
-    run_dots_side(uk, side, k, alpha, ar, lda, bt, ldb, beta, c);
+    run_dots_copied(uk, side, alpha, a, b, beta, c, StackRun{1, 0, 0, 0});
     return true;
 }
 
@@ -348,6 +330,32 @@ bool few_columns_fit(const KernelSet& ks, View<const T> a, View<T> c) {
 }
 
 }  // namespace
+
+template <typename T>
+void run_dots_copied(const KernelTable<T>& uk, int side, T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
+                     const StackRun& run, bool on_caller) {
+    // The long side's operand is along k (dots_side's rule); the short side's is copied along k
+    // when it is not: A's rows (few rows, side 1, B's columns along k) or B's columns (few
+    // columns, side 2, A's rows along k), so one scratch serves.
+    const int64_t k = a.cols;
+    const bool copy_a = a.cs != 1, copy_b = b.rs != 1;
+    T* t = copy_a || copy_b ? static_cast<T*>(thread_scratch(size_t((copy_a ? a.rows : b.cols) * k) * sizeof(T)))
+                            : nullptr;
+    for (int64_t i = 0; i < run.count; ++i) {
+        const T *ar = a.data + i * run.sa, *bt = b.data + i * run.sb;
+        int64_t lda = a.rs, ldb = b.cs;
+        if (copy_a) {
+            copy_to_rows(uk, a.rows, k, ar, a.rs, a.cs, t, k);
+            ar = t, lda = k;
+        }
+        if (copy_b) {
+            copy_to_rows(uk, b.cols, k, bt, b.cs, b.rs, t, k);
+            bt = t, ldb = k;
+        }
+        run_dots_side(uk, side, k, alpha, ar, lda, bt, ldb, beta,
+                      View<T>{c.data + i * run.sc, c.rows, c.cols, c.rs, c.cs}, on_caller);
+    }
+}
 
 template <typename T>
 void run_few_columns(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
@@ -664,6 +672,10 @@ template SmallItem small_item<double>(const KernelSet&, View<const double>, View
 template void run_b_copied<float>(const KernelTable<float>&, float, SmallProduct<float>, float);
 template void run_b_copied<double>(const KernelTable<double>&, double, SmallProduct<double>, double);
 
+template void run_dots_copied<float>(const KernelTable<float>&, int, float, View<const float>, View<const float>, float,
+                                     View<float>, const StackRun&, bool);
+template void run_dots_copied<double>(const KernelTable<double>&, int, double, View<const double>, View<const double>,
+                                      double, View<double>, const StackRun&, bool);
 template void run_few_columns<float>(const KernelTable<float>&, float, View<const float>, View<const float>, float,
                                      View<float>);
 template void run_few_columns<double>(const KernelTable<double>&, double, View<const double>, View<const double>,

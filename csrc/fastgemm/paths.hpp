@@ -94,6 +94,18 @@ extern template SmallItem small_item<double>(const KernelSet&, View<const double
 extern template void run_b_copied<float>(const KernelTable<float>&, float, SmallProduct<float>, float);
 extern template void run_b_copied<double>(const KernelTable<double>&, double, SmallProduct<double>, double);
 
+// The products of a run (run.count items, run.sa / sb / sc elements apart; a single product: 1)
+// as dot products, dots_side's `side` (not 0): the short side's operand (A's rows or B's
+// columns) copied along k into thread_scratch where it is not; on_caller as run_dots'.
+template <typename T>
+void run_dots_copied(const KernelTable<T>& uk, int side, T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
+                     const StackRun& run, bool on_caller = false);
+
+extern template void run_dots_copied<float>(const KernelTable<float>&, int, float, View<const float>, View<const float>,
+                                            float, View<float>, const StackRun&, bool);
+extern template void run_dots_copied<double>(const KernelTable<double>&, int, double, View<const double>,
+                                             View<const double>, double, View<double>, const StackRun&, bool);
+
 // A product gemm computes as C^T = B^T A^T on the few-row kernels (a narrow C with A stored by
 // columns: x.T @ w with a few columns of w; small_item's few_columns), so run (n x m scratch,
 // beta applied as C^T moves into C).
@@ -287,7 +299,8 @@ constexpr int64_t kDotsNarrowMinK = 48;
 template <typename T>
 void run_dots(const KernelTable<T>& uk, int64_t shorter, int64_t longer, int64_t k, T alpha, const T* s, int64_t lds,
               const T* l, int64_t ldl, T beta, T* c, int64_t rsc, int64_t csc, bool on_caller = false) {
-    parallel_ranges(on_caller ? 1 : threads_for(shorter, longer, k, kSmallMinWorkPerThread), longer, 4,
+    if (on_caller) return uk.dots(shorter, longer, k, alpha, s, lds, l, ldl, beta, c, rsc, csc);
+    parallel_ranges(threads_for(shorter, longer, k, kSmallMinWorkPerThread), longer, 4,
                     [&](int, int64_t lo, int64_t hi) {
                         uk.dots(shorter, hi - lo, k, alpha, s, lds, l + lo * ldl, ldl, beta, c + lo * csc, rsc, csc);
                     });
