@@ -74,8 +74,8 @@ def test_rectangular_stacks(kernel, shape, dtype):
 
 # x @ W.T items that gemm gives the dot kernels (5-8 rows from k = 16, W's rows along k; 4 rows
 # of any such B): a stack calls the dot kernel item by item, each item the single product bit
-# for bit, W per item or broadcast, on 1 and 2 threads; with x stored by columns, item by item
-# through gemm.
+# for bit, W per item or broadcast, on 1 and 2 threads; with x stored by columns, each item's x
+# copied along k first (run_dots_copied), as gemm does.
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(4, 30, 24), (5, 16, 16), (6, 169, 107), (8, 20, 32), (7, 40, 100)])
 def test_dot_stacks(kernel, shape, dtype):
