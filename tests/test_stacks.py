@@ -89,6 +89,25 @@ def test_dot_stacks(kernel, shape, dtype):
                 assert np.array_equal(c[4], fastgemm.matmul(a[4], b if b.ndim == 2 else b[4]))
 
 
+# Narrow items (2-3 columns, k short of the narrow bound) that go to the dot kernel from
+# narrow_dots_pay, in a stack whose long operand (x) passes half of L3: each item's dots then
+# prefetch the next item's x a chunk of rows ahead (run_dots' next_l), which must not change a
+# bit of any item; W per item (NT) or B by rows copied along k (NN).
+@pytest.mark.parametrize("dtype, n, k", [(np.float64, 2, 64), (np.float64, 3, 64), (np.float32, 2, 32)])
+@pytest.mark.parametrize("layout", ["NT", "NN"])
+def test_narrow_dot_stack_from_memory(kernel, dtype, n, k, layout):
+    m, itemsize = 64, np.dtype(dtype).itemsize
+    l3 = fastgemm.info()["caches"]["l3"]["size"]
+    count = min(3000, int(0.6 * l3 / (m * k * itemsize)) + 1)
+    rng = np.random.default_rng(n * k)
+    a = _rand(rng, (count, m, k), dtype)
+    b = _rand(rng, (count, n, k), dtype).swapaxes(-1, -2) if layout == "NT" else _rand(rng, (count, k, n), dtype)
+    c = fastgemm.matmul(a, b)
+    _check_stack(c, a, b)
+    for i in (0, count // 2, count - 1):
+        assert np.array_equal(c[i], fastgemm.matmul(a[i], b[i])), i
+
+
 # C's last 1-4 columns past whole vectors go to the dot kernel where small_tail_dots says so
 # (enough rows and k; 16 x 20 x 1024 float32 is the largest B copy a stack item makes on the
 # stack, 16 x 20 x 1025 one past it; float32 C of 5-7 columns goes there whole), or with A stored by columns (TN, TT) to the few-row

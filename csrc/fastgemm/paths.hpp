@@ -283,22 +283,40 @@ inline bool few_row_groups_fit(const Tuning& t, int64_t m, int64_t n, int64_t k,
 // path would copy or read all of the long operand per 4-row group and the packed one pack it for
 // those few rows or columns. On Zen 4 few rows won from 96 bytes of k (12 float64, 24 float32:
 // 1.0-2.4x the small path on both kernel sets; 64 bytes lost at 4 rows), and float32 narrow C
-// from k = 48 (2-4 of 16 lanes on the small path); float64 narrow C below k = 128 stays there,
-// where a stack streamed from memory gets the next item prefetched (1000 x (64 x 2 x 64): 1.42x
-// NumPy, 0.78x as dots). See docs/DESIGN.md, "Dot products".
+// from k = 48 (2-4 of 16 lanes on the small path); below that (and below k = 128 for float64)
+// where narrow_dots_pay says so. See docs/DESIGN.md, "Dot products".
 constexpr int64_t kDotsMaxSide = 4;
 constexpr int64_t kDotsMinK = 128;
 constexpr int64_t kDotsFewRowsMinKBytes = 96;
 constexpr int64_t kDotsNarrowMinK = 48;
 
+// Rows of a stack's long operand run_dots prefetches ahead of the dots on the same rows.
+constexpr int64_t kDotsAheadRows = 8;
+
 // C (short x long) = alpha * S L^T + beta * C, S's rows (lds apart) and L's rows (ldl apart)
 // contiguous along k; C's long side split over threads (each output computed the same way on
 // any split), from the small kernels' work per thread: no barriers either (2 threads, fastgemm
 // alone: float64 32 x 200 x 300 NT 48.7 -> 94.3 GFLOP/s, 8 x 256 x 256 45.0 -> 85.7). on_caller:
-// the calling thread alone (an item of a stack spread over the threads by batch).
+// the calling thread alone (an item of a stack spread over the threads by batch); with next_l,
+// a stack's item whose next item's long operand is next_l elements on, prefetched
+// kDotsAheadRows rows at a time.
 template <typename T>
 void run_dots(const KernelTable<T>& uk, int64_t shorter, int64_t longer, int64_t k, T alpha, const T* s, int64_t lds,
-              const T* l, int64_t ldl, T beta, T* c, int64_t rsc, int64_t csc, bool on_caller = false) {
+              const T* l, int64_t ldl, T beta, T* c, int64_t rsc, int64_t csc, bool on_caller = false,
+              int64_t next_l = 0) {
+    if (on_caller && next_l != 0) {
+        // As small_stack prefetches the next item; each output's sum is the dot kernel's on any
+        // chunk of rows, so the chunks give the same bits.
+        for (int64_t lo = 0; lo < longer; lo += kDotsAheadRows) {
+            const int64_t hi = std::min(longer, lo + kDotsAheadRows);
+            for (int64_t r = lo; r < hi; ++r) {
+                const char* row = reinterpret_cast<const char*>(l + next_l + r * ldl);
+                for (int64_t e = 0; e < k * int64_t(sizeof(T)); e += 64) __builtin_prefetch(row + e, 0, 2);
+            }
+            uk.dots(shorter, hi - lo, k, alpha, s, lds, l + lo * ldl, ldl, beta, c + lo * csc, rsc, csc);
+        }
+        return;
+    }
     if (on_caller) return uk.dots(shorter, longer, k, alpha, s, lds, l, ldl, beta, c, rsc, csc);
     parallel_ranges(threads_for(shorter, longer, k, kSmallMinWorkPerThread), longer, 4,
                     [&](int, int64_t lo, int64_t hi) {
@@ -308,12 +326,14 @@ void run_dots(const KernelTable<T>& uk, int64_t shorter, int64_t longer, int64_t
 
 // C = alpha * A B + beta * C as dots_side's `side` says (1: C's rows the short side, 2: its
 // columns, C^T = B^T A^T), A's rows (ar, lda apart) and B's columns (bt, ldb apart) both
-// contiguous along k; on_caller as run_dots'.
+// contiguous along k; on_caller as run_dots'; next_a / next_b: the next item's A / B that
+// many elements on (a stack's; 0: none).
 template <typename T>
 void run_dots_side(const KernelTable<T>& uk, int side, int64_t k, T alpha, const T* ar, int64_t lda, const T* bt,
-                   int64_t ldb, T beta, View<T> c, bool on_caller = false) {
-    if (side == 1) run_dots(uk, c.rows, c.cols, k, alpha, ar, lda, bt, ldb, beta, c.data, c.rs, c.cs, on_caller);
-    else run_dots(uk, c.cols, c.rows, k, alpha, bt, ldb, ar, lda, beta, c.data, c.cs, c.rs, on_caller);
+                   int64_t ldb, T beta, View<T> c, bool on_caller = false, int64_t next_a = 0, int64_t next_b = 0) {
+    if (side == 1)
+        run_dots(uk, c.rows, c.cols, k, alpha, ar, lda, bt, ldb, beta, c.data, c.rs, c.cs, on_caller, next_b);
+    else run_dots(uk, c.cols, c.rows, k, alpha, bt, ldb, ar, lda, beta, c.data, c.cs, c.rs, on_caller, next_a);
 }
 
 // Whether try_dots takes the product: 1 for few rows, 2 for few columns, 0 not. Past
@@ -338,13 +358,25 @@ constexpr int64_t kDotsL2MinKBytes = 1024;
 constexpr int64_t kDotsL2FewRows = 12, kDotsL2FewRowsMinKBytes = 512;
 constexpr int64_t kDotsIdleMinK = 128;
 
+// Whether the dot kernel beats the small kernels on a C of n <= kDotsMaxSide columns (A's rows
+// along k) short of the narrow thresholds: the small kernels take a row of C in k half-width
+// FMAs (two a cycle on Zen 4), the dot kernel in n x (ceil(k / lanes) full-width FMAs, one a
+// cycle, and about 1.5 adding up the lanes); from kDotsRowsMinK (float32 2000 x 2 x 12 lost
+// 6% at 12). Where full-width FMAs run as fast as half-width ones the dots gain more, so the
+// rule errs toward the small kernels. See docs/DESIGN.md, "Dot products".
+constexpr bool narrow_dots_pay(int64_t n, int64_t k, int64_t lanes) {
+    return k >= kDotsRowsMinK && 2 * n * ((k + lanes - 1) / lanes) + 3 * n <= k;
+}
+
 template <typename T>
 int dots_side(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c) {
     const Tuning& t = ks.tuning;
     const int64_t k = a.cols;
     if (c.rows <= kDotsMaxSide && b.rs == 1) return k * int64_t(sizeof(T)) >= kDotsFewRowsMinKBytes ? 1 : 0;
     const int64_t narrow_min_k = sizeof(T) == 4 ? kDotsNarrowMinK : kDotsMinK;
-    if (c.cols <= kDotsMaxSide && a.cs == 1 && k >= narrow_min_k) return 2;
+    if (c.cols <= kDotsMaxSide && a.cs == 1 &&
+        (k >= narrow_min_k || narrow_dots_pay(c.cols, k, main_table<T>(ks).lanes)))
+        return 2;
     if (a.cs != 1 || b.rs != 1) return 0;
     const KernelTable<T>& uk = main_table<T>(ks);
     if (sizeof(T) == 4 && c.cols <= t.f32_dots_idle_max_n && k >= kDotsIdleMinK &&
