@@ -88,16 +88,23 @@ struct HalvingPicks {
     static constexpr int kLevels = __builtin_ctz(K);
     typename V::index hi[kLevels], lo[kLevels], rep;
 
+    // Unrolled whole, so the indices fold into constants: as loops, float32 K = 8 divided by
+    // `half` on every call (3738 x (11 x 1 x 8) stacks at 0.39x NumPy, the table's build most of
+    // each item).
     HalvingPicks() {
         constexpr int W = V::W;
         int lane[W];
+#pragma GCC unroll 4
         for (int s = 0; s < kLevels; ++s) {
             const int half = (K >> s) / 2;  // lanes of a group this level makes
+#pragma GCC unroll 16
             for (int l = 0; l < W; ++l) lane[l] = l / half * 2 * half + l % half;
             lo[s] = V::make_index(lane);
+#pragma GCC unroll 16
             for (int l = 0; l < W; ++l) lane[l] += half;
             hi[s] = V::make_index(lane);
         }
+#pragma GCC unroll 16
         for (int l = 0; l < W; ++l) lane[l] = l % K;
         rep = V::make_index(lane);
     }
