@@ -368,17 +368,18 @@ template <typename V, typename L, int K>
 void short_dots_k(int64_t n, typename V::T alpha, const typename L::S* x, const typename L::S* mat, typename V::T beta,
                   typename V::T* y, int64_t incy) {
     using R = typename V::reg;
-    const LanePicks<V, K> picks;
     R xs[K];
 #pragma GCC unroll 8
     for (int p = 0; p < K; ++p) xs[p] = V::set1(L::one(x[p]));
     const R va = V::set1(alpha), vb = V::set1(beta);
-    row_groups<V, L, K>(n, mat, [&](R* v, int64_t rows, int64_t j) {
-        R acc = V::zero();
+    with_lane_picks<V, K>([&](const LanePicks<V, K>& picks) {
+        row_groups<V, L, K>(n, mat, [&](R* v, int64_t rows, int64_t j) {
+            R acc = V::zero();
 #pragma GCC unroll 8
-        for (int p = 0; p < K; ++p)
-            acc = p == 0 ? V::mul(xs[0], picks.pick(v, 0)) : V::fmadd(xs[p], picks.pick(v, p), acc);
-        put_outputs<V>(rows, V::mul(acc, va), beta, vb, y + j * incy, incy);
+            for (int p = 0; p < K; ++p)
+                acc = p == 0 ? V::mul(xs[0], picks.pick(v, 0)) : V::fmadd(xs[p], picks.pick(v, p), acc);
+            put_outputs<V>(rows, V::mul(acc, va), beta, vb, y + j * incy, incy);
+        });
     });
 }
 

@@ -70,6 +70,23 @@ struct LanePicks : LaneGather<V, K> {
     typename V::reg pick(const typename V::reg* v, int p) const { return this->get(v, p); }
 };
 
+// f(picks) with the LanePicks for K. Up to 4 the compiler folds the table into constants; past
+// that it built the table on every call (64% of a stack of 300 x (13 x 48 x 8) float32 x @ W.T
+// items, each item's B deinterleaved; a float32 stack of 3738 x (11 x 1 x 7) matrix-vector
+// items ran at 0.13x NumPy), so it is built once (a static one for K <= 4 cost float32 2 x 3 x
+// 2048 4%) and copied to the stack per call: read in place from the static one, single
+// products lost (float32 3000 x 1 x 6 11%, float64 3000 x 1 x 5 16%), with the copy they did not.
+template <typename V, int K, typename F>
+void with_lane_picks(F f) {
+    if constexpr (K <= 4) {
+        f(LanePicks<V, K>{});
+    } else {
+        static const LanePicks<V, K> table;
+        const LanePicks<V, K> picks = table;
+        f(picks);
+    }
+}
+
 // The picks undone: weave(v, o) gives vector o of the W groups of K elements back to back that
 // v holds element by element (v[p]'s lane g is element p of group g).
 template <typename V, int K>
@@ -150,16 +167,7 @@ void deinterleave(int64_t cols, const typename V::T* src, typename V::T* dst, in
             }
         }
     };
-    // Up to 4 rows the compiler folds the table into constants; past that it built the table
-    // on every call (64% of a stack of 300 x (13 x 48 x 8) float32 x @ W.T items, each item's
-    // B copied), so it is built once, as weave_columns' (a static one cost float32 2 x 3 x 2048
-    // 4%).
-    if constexpr (K <= 4) {
-        run(LanePicks<V, K>{});
-    } else {
-        static const LanePicks<V, K> picks;
-        run(picks);
-    }
+    with_lane_picks<V, K>(run);
 }
 
 // dst (rows of K elements back to back) = the K columns of a rows x K matrix stored by columns
