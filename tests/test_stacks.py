@@ -90,7 +90,8 @@ def test_dot_stacks(kernel, shape, dtype):
 
 
 # Narrow items (2-3 columns, k short of the narrow bound) that go to the dot kernel from
-# narrow_dots_pay, in a stack whose long operand (x) passes half of L3: each item's dots then
+# narrow_dots_pay (AVX-512's lanes; elsewhere the small kernels, checked the same way), in a
+# stack whose long operand (x) passes half of L3: each item's dots then
 # prefetch the next item's x a chunk of rows ahead (run_dots' next_l), which must not change a
 # bit of any item; W per item (NT) or B by rows copied along k (NN).
 @pytest.mark.parametrize("dtype, n, k", [(np.float64, 2, 64), (np.float64, 3, 64), (np.float32, 2, 32)])
