@@ -346,6 +346,7 @@ void run_dots_copied(const KernelTable<T>& uk, int side, T alpha, View<const T> 
     // (float64 309 x (25 x 2 x 46) x @ W.T 1.0x NumPy without, 0.69-0.79x with).
     const double long_bytes = double((side == 1 ? b.cols : a.rows) * k) * double(sizeof(T));
     const bool stream = double(run.count) * long_bytes > double(caches().l3.size) / 2;
+    const int64_t long_stride = side == 1 ? run.sb : run.sa;  // never the copied operand
     for (int64_t i = 0; i < run.count; ++i) {
         const T *ar = a.data + i * run.sa, *bt = b.data + i * run.sb;
         int64_t lda = a.rs, ldb = b.cs;
@@ -357,10 +358,9 @@ void run_dots_copied(const KernelTable<T>& uk, int side, T alpha, View<const T> 
             copy_to_rows(uk, b.cols, k, bt, b.cs, b.rs, t, k);
             bt = t, ldb = k;
         }
-        const bool ahead = stream && i + 1 < run.count;
         run_dots_side(uk, side, k, alpha, ar, lda, bt, ldb, beta,
                       View<T>{c.data + i * run.sc, c.rows, c.cols, c.rs, c.cs}, on_caller,
-                      ahead && !copy_a ? run.sa : 0, ahead && !copy_b ? run.sb : 0);
+                      stream && i + 1 < run.count ? long_stride : 0);
     }
 }
 

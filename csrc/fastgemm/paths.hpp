@@ -326,14 +326,14 @@ void run_dots(const KernelTable<T>& uk, int64_t shorter, int64_t longer, int64_t
 
 // C = alpha * A B + beta * C as dots_side's `side` says (1: C's rows the short side, 2: its
 // columns, C^T = B^T A^T), A's rows (ar, lda apart) and B's columns (bt, ldb apart) both
-// contiguous along k; on_caller as run_dots'; next_a / next_b: the next item's A / B that
-// many elements on (a stack's; 0: none).
+// contiguous along k; on_caller and next_l (the long side's operand: B for side 1, A for 2) as
+// run_dots'.
 template <typename T>
 void run_dots_side(const KernelTable<T>& uk, int side, int64_t k, T alpha, const T* ar, int64_t lda, const T* bt,
-                   int64_t ldb, T beta, View<T> c, bool on_caller = false, int64_t next_a = 0, int64_t next_b = 0) {
+                   int64_t ldb, T beta, View<T> c, bool on_caller = false, int64_t next_l = 0) {
     if (side == 1)
-        run_dots(uk, c.rows, c.cols, k, alpha, ar, lda, bt, ldb, beta, c.data, c.rs, c.cs, on_caller, next_b);
-    else run_dots(uk, c.cols, c.rows, k, alpha, bt, ldb, ar, lda, beta, c.data, c.cs, c.rs, on_caller, next_a);
+        run_dots(uk, c.rows, c.cols, k, alpha, ar, lda, bt, ldb, beta, c.data, c.rs, c.cs, on_caller, next_l);
+    else run_dots(uk, c.cols, c.rows, k, alpha, bt, ldb, ar, lda, beta, c.data, c.cs, c.rs, on_caller, next_l);
 }
 
 // Whether try_dots takes the product: 1 for few rows, 2 for few columns, 0 not. Past

@@ -30,7 +30,7 @@ struct Avx512YmmF32 {
     static mask lanes(int n) { return n >= W ? mask(0xFF) : n <= 0 ? mask(0) : mask((1u << n) - 1); }
     static reg maskz_loadu(mask m, const T* p) { return _mm256_maskz_loadu_ps(m, p); }
     static void mask_storeu(T* p, mask m, reg r) { _mm256_mask_storeu_ps(p, m, r); }
-    // copy_columns' blocks (small_stack_c_cols: C^T of 8^3 items).
+    // copy_columns' blocks, and 8^3 items' C^T in registers (small_stack_c_cols).
     [[gnu::always_inline]] static void transpose(reg r[8]) { transpose_ymm(r); }
     static reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
     static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }

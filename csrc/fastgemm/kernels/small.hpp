@@ -672,26 +672,39 @@ template <typename V, int N>
         for (int i = 0; i < N; i += W) transpose_block<V>(src + j * cs + i, cs, dst + i * ld + j, ld);
 }
 
+// The squares with kernels fixed in size for moves by columns: f(N, Tag<U>) where n is as wide
+// as V's half-width vector (U = the half) or W, 2W or 4W (U = V), U with a register transpose
+// of at most MaxW lanes; false where n is none of them.
+template <typename V, int MaxW, typename F>
+bool with_fixed_square(int64_t n, F f) {
+    constexpr int W = V::W;
+    using H = typename HalfOf<V>::type;
+    auto take = [&](auto sq, auto u) {
+        if (n != decltype(sq)::value) return false;
+        f(sq, u);
+        return true;
+    };
+    if constexpr (has_half<V> && has_transpose<H> && H::W <= MaxW)
+        if (take(std::integral_constant<int, H::W>{}, Tag<H>{})) return true;
+    if constexpr (has_transpose<V> && W <= MaxW)
+        return take(std::integral_constant<int, W>{}, Tag<V>{}) ||
+               take(std::integral_constant<int, 2 * W>{}, Tag<V>{}) ||
+               take(std::integral_constant<int, 4 * W>{}, Tag<V>{});
+    return false;
+}
+
 // copy(src, cs, dst, ld): copy_columns of a rows x cols matrix, transpose_square's fixed
-// kernels where it is W, 2W or 4W square, or as wide as V's half-width vector (float32 10000 x
-// 8^3 x.T @ W.T items: copy_columns' lane picks took 2/3 of the time).
+// kernels where it is a fixed square (float32 10000 x 8^3 x.T @ W.T items: copy_columns' lane
+// picks took 2/3 of the time).
 template <typename V, typename F>
 void with_column_copy(int64_t rows, int64_t cols, F f) {
     using T = typename V::T;
-    constexpr int W = V::W;
-    using H = typename HalfOf<V>::type;
-    if constexpr (has_half<V> && has_transpose<H>) {
-        if (rows == cols && rows == H::W)
-            return f([](const T* s, int64_t cs, T* d, int64_t ld) { transpose_square<H, H::W>(s, cs, d, ld); });
-    }
-    if constexpr (has_transpose<V>) {
-        if (rows == cols && rows == W)
-            return f([](const T* s, int64_t cs, T* d, int64_t ld) { transpose_square<V, W>(s, cs, d, ld); });
-        if (rows == cols && rows == 2 * W)
-            return f([](const T* s, int64_t cs, T* d, int64_t ld) { transpose_square<V, 2 * W>(s, cs, d, ld); });
-        if (rows == cols && rows == 4 * W)
-            return f([](const T* s, int64_t cs, T* d, int64_t ld) { transpose_square<V, 4 * W>(s, cs, d, ld); });
-    }
+    if (rows == cols && with_fixed_square<V, V::W>(rows, [&](auto sq, auto u) {
+            constexpr int N = decltype(sq)::value;
+            using U = typename decltype(u)::type;
+            f([](const T* s, int64_t cs, T* d, int64_t ld) { transpose_square<U, N>(s, cs, d, ld); });
+        }))
+        return;
     f([rows, cols](const T* s, int64_t cs, T* d, int64_t ld) { copy_columns<V>(rows, cols, s, cs, d, ld); });
 }
 
@@ -722,29 +735,20 @@ void small_stack_c_cols(const StackRun& s, int64_t m, int64_t n, int64_t k, type
                         int64_t rsa, const typename V::T* b, int64_t rsb, typename V::T* c, int64_t csc,
                         typename V::T* t) {
     using T = typename V::T;
-    constexpr int W = V::W;
-    using H = typename HalfOf<V>::type;
-    auto squares = [&](auto sq) {
+    auto squares = [&](auto sq, auto u) {
         constexpr int N = decltype(sq)::value;
-        using U = std::conditional_t<N % W == 0, V, H>;
-        each_square<N, PV * W>(
+        using U = typename decltype(u)::type;
+        each_square<N, PV * V::W>(
             s, a, rsa, b, rsb, c, csc,
             [&](const T* ai, auto ra, const T* bi, auto rb, T* ci, auto rc, NextItem* nx) {
                 square_fixed<U, N, PV, true>(alpha, ai, ra, 1, bi, rb, T(0), ci, rc, nx);
             },
             [](const T*, const T*, T*) {});
     };
-    if (m == n && n == k) {
-        if constexpr (has_half<V> && has_transpose<H>)
-            if (n == H::W) return squares(std::integral_constant<int, H::W>{});
-        // Up to 8 lanes: 16 (float32 in 512-bit registers) make 16 accumulators and a 16-register
-        // transpose, which spilled (float32 4096 x 16^3 x.T @ W.T items 1.31 -> 0.62x NumPy).
-        if constexpr (has_transpose<V> && W <= 8) {
-            if (n == W) return squares(std::integral_constant<int, W>{});
-            if (n == 2 * W) return squares(std::integral_constant<int, 2 * W>{});
-            if (n == 4 * W) return squares(std::integral_constant<int, 4 * W>{});
-        }
-    }
+    // C^T's blocks in registers of up to 8 lanes: 16 (float32 in 512-bit registers) make 16
+    // accumulators and a 16-register transpose, which spilled (float32 4096 x 16^3 x.T @ W.T
+    // items 1.31 -> 0.62x NumPy).
+    if (m == n && n == k && with_fixed_square<V, 8>(n, squares)) return;
     with_column_copy<V>(n, m, [&](auto copy) {
         T* ci = c;
         stack_items<V, PV>(StackRun{s.count, s.sa, s.sb, 0}, m, n, k, alpha, a, rsa, 1, b, rsb, T(0), t, n,
