@@ -55,10 +55,11 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
                                                 sp.c.rs, t);
             }
             if (small == SmallItem::few_columns) {
+                const bool ahead = few_rows_ahead(double(st.count) * double(m) * double(k) * double(sizeof(T)));
                 for (int64_t i = 0; i < len; ++i, oa += in.a, ob += in.b, oc += in.c)
                     run_few_columns(table, alpha, View<const T>{a.data + oa, m, k, a.rs, a.cs},
                                     View<const T>{b.data + ob, k, n, b.rs, b.cs}, beta,
-                                    View<T>{c.data + oc, m, n, c.rs, c.cs});
+                                    View<T>{c.data + oc, m, n, c.rs, c.cs}, ahead);
                 return;
             }
             if (small == SmallItem::b_copied) {

@@ -365,14 +365,15 @@ void run_dots_copied(const KernelTable<T>& uk, int side, T alpha, View<const T> 
 }
 
 template <typename T>
-void run_few_columns(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta, View<T> c) {
+void run_few_columns(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
+                     bool ahead) {
     const int64_t m = c.rows, n = c.cols, k = a.cols;
     T* t = static_cast<T*>(thread_scratch(size_t(n * m) * sizeof(T)));
     few_rows_split(
         threads_for(m, n, k), n, m, sizeof(T),
         [&](int64_t i0, int64_t rows, int64_t lo, int64_t hi, char* chunk) {
             uk.few_rows(rows, hi - lo, k, alpha, b.data + i0 * b.cs, b.cs, b.rs, a.data + lo, a.cs, T(0),
-                        t + i0 * m + lo, m, reinterpret_cast<T*>(chunk));
+                        t + i0 * m + lo, m, reinterpret_cast<T*>(chunk), ahead);
         },
         [&](int64_t lo, int64_t hi) { put_transposed(uk, lo, hi, t, m, beta, c); });
 }
@@ -383,7 +384,7 @@ template <typename T>
 bool try_few_columns(const KernelSet& ks, const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta,
                      View<T> c) {
     if (!few_columns_fit(ks, a, c)) return false;
-    run_few_columns(uk, alpha, a, b, beta, c);
+    run_few_columns(uk, alpha, a, b, beta, c, few_rows_ahead(double(a.rows) * double(a.cols) * double(sizeof(T))));
     return true;
 }
 
@@ -518,7 +519,7 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
             const View<const T> bt{sp.b.data + j0 * sp.b.cs, k, tail, sp.b.rs, sp.b.cs};
             const View<T> ct{sp.c.data + j0, sp.c.rows, tail, sp.c.rs, 1};
             if (dots_tail) try_dots(main, 2, alpha, sp.a, bt, beta, ct);
-            else run_few_columns(main, alpha, sp.a, bt, beta, ct);
+            else run_few_columns(main, alpha, sp.a, bt, beta, ct, false);
             if (sp.transposed) {
                 if (ep.active()) apply_epilogue(main, View<T>{c.data + j0 * c.rs, tail, c.cols, c.rs, c.cs}, ep);
                 c.rows = j0;
@@ -684,9 +685,9 @@ template void run_dots_copied<float>(const KernelTable<float>&, int, float, View
 template void run_dots_copied<double>(const KernelTable<double>&, int, double, View<const double>, View<const double>,
                                       double, View<double>, const StackRun&, bool);
 template void run_few_columns<float>(const KernelTable<float>&, float, View<const float>, View<const float>, float,
-                                     View<float>);
+                                     View<float>, bool);
 template void run_few_columns<double>(const KernelTable<double>&, double, View<const double>, View<const double>,
-                                      double, View<double>);
+                                      double, View<double>, bool);
 
 template int64_t small_tail_of<float>(const KernelSet&, View<const float>, View<const float>, View<float>);
 template void gemm<float>(float, View<const float>, View<const float>, float, View<float>, const Epilogue<float>&);

@@ -115,9 +115,10 @@ struct KernelTable {
                  T* c, int64_t rsc, int64_t csc);
     // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j] for m <= kFewRowsMaxM rows of C,
     // B's and C's rows contiguous: B's rows streamed once as gemv_rows streams its matrix, not
-    // packed. `chunk`: kFewRowsBufferBytes, 64-byte aligned, the calling thread's.
+    // packed. `chunk`: kFewRowsBufferBytes, 64-byte aligned, the calling thread's. ahead: B comes
+    // from memory, its rows to be prefetched (few_rows_ahead).
     void (*few_rows)(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa, const T* b,
-                     int64_t rsb, T beta, T* c, int64_t rsc, T* chunk);
+                     int64_t rsb, T beta, T* c, int64_t rsc, T* chunk, bool ahead);
     // A whole product small enough that packing would cost more than it saves:
     // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j], rows of B and C contiguous.
     // A few rows of C stay in registers over all of k, one panel of columns at a time; k in
@@ -229,7 +230,7 @@ struct LowpTable {
     void (*gemv_dots)(int64_t n, int64_t k, float alpha, const S* x, const S* mat, int64_t ldm, float beta, float* y,
                       int64_t incy);
     void (*few_rows)(int64_t m, int64_t n, int64_t k, float alpha, const S* a, int64_t rsa, int64_t csa, const S* b,
-                     int64_t rsb, float beta, float* c, int64_t rsc, float* chunk);
+                     int64_t rsb, float beta, float* c, int64_t rsc, float* chunk, bool ahead);
     // dst (rows x cols, row-major, contiguous) = src widened, any strides: the operands of a
     // small product, for the float32 small kernels.
     void (*widen)(int64_t rows, int64_t cols, const S* src, int64_t rs, int64_t cs, float* dst);
