@@ -104,8 +104,9 @@ struct KernelTable {
     // M's rows are contiguous and streamed one after another. `chunk`: kGemvChunkBytes of
     // 64-byte aligned memory owned by the calling thread (off the stack: OpenMP workers may
     // have small ones); null for n up to kGemvNarrowVectors vectors: the sums in registers.
+    // ahead: M comes from memory, its rows to be prefetched (stream_ahead; with a chunk).
     void (*gemv_rows)(int64_t n, int64_t k, T alpha, const T* x, int64_t incx, const T* mat, int64_t ldm, T beta, T* y,
-                      T* chunk);
+                      T* chunk, bool ahead);
     // y[j*incy] = alpha * sum_p x[p] * M[j*ldm + p] + beta * y[j*incy], j < n, x contiguous:
     // one dot product per contiguous row of M.
     void (*gemv_dots)(int64_t n, int64_t k, T alpha, const T* x, const T* mat, int64_t ldm, T beta, T* y, int64_t incy);
@@ -116,7 +117,7 @@ struct KernelTable {
     // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j] for m <= kFewRowsMaxM rows of C,
     // B's and C's rows contiguous: B's rows streamed once as gemv_rows streams its matrix, not
     // packed. `chunk`: kFewRowsBufferBytes, 64-byte aligned, the calling thread's. ahead: B comes
-    // from memory, its rows to be prefetched (few_rows_ahead).
+    // from memory, its rows to be prefetched (stream_ahead).
     void (*few_rows)(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa, const T* b,
                      int64_t rsb, T beta, T* c, int64_t rsc, T* chunk, bool ahead);
     // A whole product small enough that packing would cost more than it saves:
@@ -226,7 +227,7 @@ struct LowpTable {
     void (*pack_a)(int64_t mc, int64_t kc, const S* a, int64_t rsa, int64_t csa, float* ap);
     void (*pack_b)(int64_t kc, int64_t nc, const S* b, int64_t rsb, int64_t csb, float* bp, int64_t s0, int64_t s1);
     void (*gemv_rows)(int64_t n, int64_t k, float alpha, const S* x, int64_t incx, const S* mat, int64_t ldm,
-                      float beta, float* y, float* chunk);
+                      float beta, float* y, float* chunk, bool ahead);
     void (*gemv_dots)(int64_t n, int64_t k, float alpha, const S* x, const S* mat, int64_t ldm, float beta, float* y,
                       int64_t incy);
     void (*few_rows)(int64_t m, int64_t n, int64_t k, float alpha, const S* a, int64_t rsa, int64_t csa, const S* b,

@@ -108,7 +108,7 @@ extern template void run_dots_copied<double>(const KernelTable<double>&, int, do
 
 // A product gemm computes as C^T = B^T A^T on the few-row kernels (a narrow C with A stored by
 // columns: x.T @ w with a few columns of w; small_item's few_columns), so run (n x m scratch,
-// beta applied as C^T moves into C); ahead as few_rows_ahead says for the product or its stack.
+// beta applied as C^T moves into C); ahead as stream_ahead says for the product or its stack.
 template <typename T>
 void run_few_columns(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
                      bool ahead);
@@ -220,12 +220,22 @@ T* gemv_chunks(const Tab& uk, const GemvForm& f, int threads) {
     return f.rows && !gemv_narrow(uk, f) ? static_cast<T*>(thread_gemv_chunks(threads, kGemvChunkBytes)) : nullptr;
 }
 
+// Whether the few-row and matrix-vector kernels prefetch the rows they stream (stream_rows'
+// ahead): where those rows, over a product or its whole stack, pass a quarter of L3 and so come
+// from memory. On
+// Zen 4 (L3 32 MiB), 1 thread: float32 4 x 4096 x 4096 2.68x -> 3.50x NumPy, stacks of 100 x 4
+// x 64 x.T @ W.T 0.54x -> 0.70x (2000 items), 0.73x -> 0.83x (500: 12.8 MB), float64 1000 of
+// them 1.13x -> 1.80x. Within L3 it cost up to 6% (float32 3000 x 4 x 200 x.T @ W.T 2.74x ->
+// 2.60x; 4 x 2048 x 1024 9% with an eighth of L3 as the bound).
+inline bool stream_ahead(double bytes) { return bytes > double(caches().l3.size) / 4; }
+
 // Outputs [lo, hi) of one matrix-vector product in form f on the calling thread (`chunk`: its
-// gemv_rows chunk, null where gemv_narrow, unused by the dots form). Tab: as for try_gemv.
+// gemv_rows chunk, null where gemv_narrow, unused by the dots form; ahead: stream_ahead's, for
+// the rows form). Tab: as for try_gemv.
 template <typename Tab, typename S, typename T>
 void gemv_range(const Tab& uk, const GemvForm& f, int64_t k, T alpha, const S* x, const S* mat, T beta, T* y,
-                int64_t lo, int64_t hi, T* chunk) {
-    if (f.rows) uk.gemv_rows(hi - lo, k, alpha, x, f.incx, mat + lo, f.ldm, beta, y + lo, chunk);
+                int64_t lo, int64_t hi, T* chunk, bool ahead) {
+    if (f.rows) uk.gemv_rows(hi - lo, k, alpha, x, f.incx, mat + lo, f.ldm, beta, y + lo, chunk, ahead);
     else uk.gemv_dots(hi - lo, k, alpha, x, mat + lo * f.ldm, f.ldm, beta, y + lo * f.incy, f.incy);
 }
 
@@ -243,11 +253,12 @@ bool try_gemv(const Tab& uk, T alpha, View<const S> a, View<const S> b, T beta, 
     const S* x = f.x_from_a ? a.data : b.data;
     const S* mat = f.x_from_a ? b.data : a.data;
     T* chunks = gemv_chunks<T>(uk, f, threads);
+    const bool ahead = stream_ahead(double(a.cols) * double(f.len) * double(sizeof(S)));
     // Outputs split over threads in whole cache lines; each output's sum is the same on any
     // split, so the result does not depend on the thread count.
     parallel_ranges(threads, f.len, 64 / int64_t(sizeof(T)), [&](int tid, int64_t lo, int64_t hi) {
         gemv_range(uk, f, a.cols, alpha, x, mat, beta, c.data, lo, hi,
-                   chunks ? chunks + tid * (kGemvChunkBytes / int64_t(sizeof(T))) : nullptr);
+                   chunks ? chunks + tid * (kGemvChunkBytes / int64_t(sizeof(T))) : nullptr, ahead);
         finish(lo, hi, c.data, f.incy);
     });
     return true;
@@ -450,21 +461,13 @@ void few_rows_split(int threads, int64_t m, int64_t n, int64_t elem_bytes, Rows 
     });
 }
 
-// Whether the few-row kernels prefetch the rows they stream (stream_rows' ahead): where those
-// rows, over a product or its whole stack, pass a quarter of L3 and so come from memory. On
-// Zen 4 (L3 32 MiB), 1 thread: float32 4 x 4096 x 4096 2.68x -> 3.50x NumPy, stacks of 100 x 4
-// x 64 x.T @ W.T 0.54x -> 0.70x (2000 items), 0.73x -> 0.83x (500: 12.8 MB), float64 1000 of
-// them 1.13x -> 1.80x. Within L3 it cost up to 6% (float32 3000 x 4 x 200 x.T @ W.T 2.74x ->
-// 2.60x; 4 x 2048 x 1024 9% with an eighth of L3 as the bound).
-inline bool few_rows_ahead(double bytes) { return bytes > double(caches().l3.size) / 4; }
-
 // A few_rows_fit product: few streams B once, unpacked, split as few_rows_split says; the
 // epilogue (uk's) runs on each thread's columns right after. Tab: a KernelTable<T> (S == T) or
 // a LowpTable<S> (T float).
 template <typename Tab, typename S, typename T>
 void run_few_rows(const Tab& few, const KernelTable<T>& uk, int threads, T alpha, View<const S> a, View<const S> b,
                   T beta, View<T> c, const Epilogue<T>& ep) {
-    const bool ahead = few_rows_ahead(double(b.rows) * double(b.cols) * double(sizeof(S)));
+    const bool ahead = stream_ahead(double(b.rows) * double(b.cols) * double(sizeof(S)));
     few_rows_split(
         threads, c.rows, c.cols, sizeof(T),
         [&](int64_t i0, int64_t rows, int64_t lo, int64_t hi, char* chunk) {

@@ -408,7 +408,8 @@ void gemv_tail(const fastgemm::KernelSet& ks) {
             for (int64_t e = 0; e < k * n; ++e) mat[size_t(e)] = T(e % 5);
             for (int64_t e = 0; e < elems; ++e) chunk[e] = std::numeric_limits<T>::signaling_NaN();
             std::feclearexcept(FE_ALL_EXCEPT);
-            uk.gemv_rows(n, k, T(1), x.data(), 1, mat.data(), n, T(0), y.data(), in_chunk ? chunk : nullptr);
+            uk.gemv_rows(n, k, T(1), x.data(), 1, mat.data(), n, T(0), y.data(), in_chunk ? chunk : nullptr,
+                         n % 2 == 1);
             bool ok = !std::fetestexcept(FE_INVALID);
             for (int64_t j = 0; j < n && ok; ++j) {
                 T want = 0;

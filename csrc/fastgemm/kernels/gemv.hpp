@@ -311,12 +311,13 @@ void gemv_rows_narrow(int64_t n, int64_t k, typename V::T alpha, const typename 
 // (n within kGemvNarrowVectors vectors) in registers.
 template <typename V>
 void gemv_rows(int64_t n, int64_t k, typename V::T alpha, const typename V::T* x, int64_t incx,
-               const typename V::T* mat, int64_t ldm, typename V::T beta, typename V::T* y, typename V::T* chunk) {
+               const typename V::T* mat, int64_t ldm, typename V::T beta, typename V::T* y, typename V::T* chunk,
+               bool ahead) {
     if (!chunk)
         return with_narrow<V, kGemvNarrowVectors>(n, [&](auto tag, auto nv) {
             gemv_rows_narrow<typename decltype(tag)::type, nv()>(n, k, alpha, x, incx, mat, ldm, beta, y);
         });
-    stream_rows<V, 1>(n, k, alpha, x, 0, incx, mat, ldm, beta, y, 0, chunk, kGemvChunkBytes, false);
+    stream_rows<V, 1>(n, k, alpha, x, 0, incx, mat, ldm, beta, y, 0, chunk, kGemvChunkBytes, ahead);
 }
 
 // stream_rows for 1 <= m <= kFewRowsMaxM rows of C, kFewRowsChunkBytes of partial sums in a

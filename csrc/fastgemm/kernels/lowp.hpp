@@ -61,13 +61,16 @@ void load_block_part(const typename C::S* p, int64_t count, typename V::reg& lo,
 // whole group in order.
 template <typename V, typename C>
 void gemv_rows_cvt(int64_t n, int64_t k, float alpha, const typename C::S* x, int64_t incx, const typename C::S* mat,
-                   int64_t ldm, float beta, float* y, float* t) {
+                   int64_t ldm, float beta, float* y, float* t, bool ahead) {
     using R = typename V::reg;
     using S = typename C::S;
     using Blk = Block2<V, C>;
     constexpr int W = V::W, B = 2 * V::W;
     constexpr int64_t kChunk = kGemvChunkBytes / int64_t(sizeof(float));
     static_assert(kChunk % B == 0, "the chunk holds whole blocks");
+    // ahead: each block read is prefetched kStreamAheadBytes of rows further on, as stream_rows does.
+    const int64_t row_bytes = ldm * int64_t(sizeof(S));
+    const int64_t far = ahead && row_bytes > 0 ? ldm * std::max<int64_t>(8, kStreamAheadBytes / row_bytes) : 0;
     for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
         const int64_t len = n - j0 < kChunk ? n - j0 : kChunk;
         const int64_t full = len / B * B, rest = len - full;
@@ -87,6 +90,7 @@ void gemv_rows_cvt(int64_t n, int64_t k, float alpha, const typename C::S* x, in
                 for (int q = 0; q < rows; ++q) {
                     R a, b;
                     Blk::load(r0 + q * rs + j, a, b);
+                    if (far) __builtin_prefetch(r0 + q * rs + far + j, 0, 2);
                     lo = V::fmadd(xs[q], a, lo);
                     hi = V::fmadd(xs[q], b, hi);
                 }
