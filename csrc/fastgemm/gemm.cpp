@@ -384,7 +384,7 @@ template <typename T>
 bool try_few_columns(const KernelSet& ks, const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta,
                      View<T> c) {
     if (!few_columns_fit(ks, a, c)) return false;
-    run_few_columns(uk, alpha, a, b, beta, c, stream_ahead(double(a.rows) * double(a.cols) * double(sizeof(T))));
+    run_few_columns(uk, alpha, a, b, beta, c, stream_ahead(double(a.rows) * double(a.cols) * double(sizeof(T)), false));
     return true;
 }
 
