@@ -89,6 +89,13 @@ inline bool stream_deep(int64_t k, int64_t row_bytes, int64_t stride_bytes) {
 // 100 x 4 x 64 x.T @ W.T stacks: 20 rows of 400 bytes ahead 0.77x -> 0.85x NumPy, 16 the same).
 constexpr int64_t kStreamAheadBytes = 8192;
 
+// The elements that prefetch runs ahead of the rows read, rows ld elements of elem_bytes apart:
+// kStreamAheadBytes of rows, at least min_rows (a pass); none for rows not apart.
+inline int64_t stream_far(int64_t ld, int64_t elem_bytes, int64_t min_rows) {
+    const int64_t row_bytes = ld * elem_bytes;
+    return row_bytes > 0 ? ld * std::max<int64_t>(min_rows, kStreamAheadBytes / row_bytes) : 0;
+}
+
 // t[i * ld + j] += sum_q A[i, q] B[q, j] for i < M, q < P, j < len: each vector of t loaded and
 // stored once per P rows of B. a: A's element (0, 0) of these P columns; r0: B's row 0 of them;
 // `tail` reads the last len - full elements of a row; ahead > 0: each vector of B read is
@@ -225,10 +232,9 @@ void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename L::S*
                 stream_rows_narrow<typename decltype(tag)::type, M, nv()>(n, k, alpha, a, rsa, csa, b, rsb, beta, c,
                                                                           rsc);
             });
-    const int64_t row_bytes = rsb * int64_t(sizeof(typename L::S));
-    const bool deep = PD != P && stream_deep(k, n * int64_t(sizeof(typename L::S)), row_bytes);
-    const int64_t far =
-        ahead && row_bytes > 0 ? rsb * std::max<int64_t>(deep ? PD : P, kStreamAheadBytes / row_bytes) : 0;
+    constexpr int64_t eb = sizeof(typename L::S);  // bytes of an element of B
+    const bool deep = PD != P && stream_deep(k, n * eb, rsb * eb);
+    const int64_t far = ahead ? stream_far(rsb, eb, deep ? PD : P) : 0;
     const int64_t tl = chunk_bytes / int64_t(sizeof(T)) / M / W * W;  // partial sums per row of C
     const int64_t ld = chunk_row_stride<M>(tl * int64_t(sizeof(T))) / int64_t(sizeof(T));
     for (int64_t j0 = 0; j0 < n; j0 += tl) {

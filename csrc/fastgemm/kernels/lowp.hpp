@@ -68,9 +68,8 @@ void gemv_rows_cvt(int64_t n, int64_t k, float alpha, const typename C::S* x, in
     constexpr int W = V::W, B = 2 * V::W;
     constexpr int64_t kChunk = kGemvChunkBytes / int64_t(sizeof(float));
     static_assert(kChunk % B == 0, "the chunk holds whole blocks");
-    // ahead: each block read is prefetched kStreamAheadBytes of rows further on, as stream_rows does.
-    const int64_t row_bytes = ldm * int64_t(sizeof(S));
-    const int64_t far = ahead && row_bytes > 0 ? ldm * std::max<int64_t>(8, kStreamAheadBytes / row_bytes) : 0;
+    // ahead: each block read is also prefetched stream_far of rows on (a pass: eight), as stream_rows does.
+    const int64_t far = ahead ? stream_far(ldm, int64_t(sizeof(S)), 8) : 0;
     for (int64_t j0 = 0; j0 < n; j0 += kChunk) {
         const int64_t len = n - j0 < kChunk ? n - j0 : kChunk;
         const int64_t full = len / B * B, rest = len - full;
