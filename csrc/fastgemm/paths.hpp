@@ -220,16 +220,18 @@ T* gemv_chunks(const Tab& uk, const GemvForm& f, int threads) {
     return f.rows && !gemv_narrow(uk, f) ? static_cast<T*>(thread_gemv_chunks(threads, kGemvChunkBytes)) : nullptr;
 }
 
-// Whether the few-row (vector: matrix-vector) kernels prefetch the rows they stream
-// (stream_rows' ahead): where those rows, over a product or its whole stack, pass a quarter
-// (half) of L3 and so come from memory. On Zen 4 (L3 32 MiB), 1 thread: float32 4 x 4096 x 4096
-// 2.68x -> 3.50x NumPy, float64 6 x 2048 x 1024 (16 MiB) 1.75x -> 2.05x, stacks of 100 x 4 x 64
-// x.T @ W.T 0.54x -> 0.70x (2000 items), 0.73x -> 0.83x (500: 12.8 MB), float64 1000 of them
-// 1.13x -> 1.80x; float32 1 x 4096 x 1536 (24 MiB) 1.08x -> 1.20x. Within L3 it cost up to 10%
-// (float32 3000 x 4 x 200 x.T @ W.T 2.74x -> 2.60x; 4 x 2048 x 1024 with an eighth of L3 as the
-// bound 6.28x -> 5.69x), and matrix-vector products of 16 MiB 3-13% (float64 1 x 2048 x 1024
-// 1.01x -> 0.88x), hence their half.
-inline bool stream_ahead(double bytes, bool vector) { return bytes > double(caches().l3.size) / (vector ? 2 : 4); }
+// Whether rows a kernel streams once, `bytes` of them over a product or its whole stack, come
+// from memory and are worth prefetching (stream_rows' ahead, run_dots' next_l): past L3 / part,
+// a quarter for the few-row kernels, half for the matrix-vector and dot kernels. On Zen 4 (L3
+// 32 MiB), 1 thread: float32 4 x 4096 x 4096 2.68x -> 3.50x NumPy, float64 6 x 2048 x 1024 (16
+// MiB) 1.75x -> 2.05x, stacks of 100 x 4 x 64 x.T @ W.T 0.54x -> 0.70x (2000 items), 0.73x ->
+// 0.83x (500: 12.8 MB), float64 1000 of them 1.13x -> 1.80x; float32 1 x 4096 x 1536 (24 MiB)
+// 1.08x -> 1.20x. Within L3 it cost up to 10% (float32 3000 x 4 x 200 x.T @ W.T 2.74x ->
+// 2.60x; 4 x 2048 x 1024 with an eighth of L3 as the bound 6.28x -> 5.69x), and matrix-vector
+// products of 16 MiB 3-13% (float64 1 x 2048 x 1024 1.01x -> 0.88x), hence their half.
+constexpr int kFewRowsAheadPart = 4;
+constexpr int kVectorAheadPart = 2;
+inline bool stream_ahead(double bytes, int part) { return bytes > double(caches().l3.size) / part; }
 
 // Outputs [lo, hi) of one matrix-vector product in form f on the calling thread (`chunk`: its
 // gemv_rows chunk, null where gemv_narrow, unused by the dots form; ahead: stream_ahead's, for
@@ -255,7 +257,7 @@ bool try_gemv(const Tab& uk, T alpha, View<const S> a, View<const S> b, T beta, 
     const S* x = f.x_from_a ? a.data : b.data;
     const S* mat = f.x_from_a ? b.data : a.data;
     T* chunks = gemv_chunks<T>(uk, f, threads);
-    const bool ahead = stream_ahead(double(a.cols) * double(f.len) * double(sizeof(S)), true);
+    const bool ahead = stream_ahead(double(a.cols) * double(f.len) * double(sizeof(S)), kVectorAheadPart);
     // Outputs split over threads in whole cache lines; each output's sum is the same on any
     // split, so the result does not depend on the thread count.
     parallel_ranges(threads, f.len, 64 / int64_t(sizeof(T)), [&](int tid, int64_t lo, int64_t hi) {
@@ -469,7 +471,7 @@ void few_rows_split(int threads, int64_t m, int64_t n, int64_t elem_bytes, Rows 
 template <typename Tab, typename S, typename T>
 void run_few_rows(const Tab& few, const KernelTable<T>& uk, int threads, T alpha, View<const S> a, View<const S> b,
                   T beta, View<T> c, const Epilogue<T>& ep) {
-    const bool ahead = stream_ahead(double(b.rows) * double(b.cols) * double(sizeof(S)), false);
+    const bool ahead = stream_ahead(double(b.rows) * double(b.cols) * double(sizeof(S)), kFewRowsAheadPart);
     few_rows_split(
         threads, c.rows, c.cols, sizeof(T),
         [&](int64_t i0, int64_t rows, int64_t lo, int64_t hi, char* chunk) {

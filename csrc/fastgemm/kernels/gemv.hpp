@@ -98,11 +98,11 @@ inline int64_t stream_far(int64_t ld, int64_t elem_bytes, int64_t min_rows) {
 
 // t[i * ld + j] += sum_q A[i, q] B[q, j] for i < M, q < P, j < len: each vector of t loaded and
 // stored once per P rows of B. a: A's element (0, 0) of these P columns; r0: B's row 0 of them;
-// `tail` reads the last len - full elements of a row; ahead > 0: each vector of B read is
-// prefetched ahead elements further on as well (stream_rows' ahead).
+// `tail` reads the last len - full elements of a row; far > 0: each vector of B read is also
+// prefetched far elements further on (stream_rows' ahead).
 template <typename V, int M, int P, typename L>
 void stream_rows_pass(int64_t full, int64_t len, const L& tail, const typename L::S* a, int64_t rsa, int64_t csa,
-                      const typename L::S* r0, int64_t rsb, typename V::T* t, int64_t ld, int64_t ahead) {
+                      const typename L::S* r0, int64_t rsb, typename V::T* t, int64_t ld, int64_t far) {
     using R = typename V::reg;
     constexpr int W = V::W;
     R x[M][P];
@@ -123,9 +123,9 @@ void stream_rows_pass(int64_t full, int64_t len, const L& tail, const typename L
         R bv[P];
 #pragma GCC unroll 8
         for (int q = 0; q < P; ++q) bv[q] = L::load(r0 + q * rsb + j);
-        if (ahead)
+        if (far)
 #pragma GCC unroll 8
-            for (int q = 0; q < P; ++q) __builtin_prefetch(r0 + q * rsb + ahead + j, 0, 2);
+            for (int q = 0; q < P; ++q) __builtin_prefetch(r0 + q * rsb + far + j, 0, 2);
         step(j, bv);
     }
     if (tail.any(full, len)) {
