@@ -134,7 +134,7 @@ struct KernelTable {
     // `small_stack` for runs with B stored by columns (column j at b + j * csb, contiguous), or
     // with C so (at c + j * csc; rows of B contiguous, beta 0): each item's B copied row-major
     // into t (k x n elements) before it, or its C computed there (m x n) and transposed into
-    // place.
+    // place (where transposed_min_k is set, transposed from registers, t unused).
     void (*small_stack_b_cols)(const StackRun& run, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
                                int64_t csa, const T* b, int64_t csb, T beta, T* c, int64_t rsc, T* t);
     void (*small_stack_c_cols)(const StackRun& run, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
@@ -153,6 +153,9 @@ struct KernelTable {
                         T beta, T* c, int64_t rsc);
     // KC at most this for this tile (0: the cache model's alone); see docs/DESIGN.md, "KC depth".
     int64_t max_kc;
+    // From this k every x.T @ W.T stack item with beta 0 goes to small_stack_c_cols, which
+    // writes C^T transposed from registers (0: only items with m <= k, C^T through t).
+    int64_t transposed_min_k;
 };
 
 // The small kernels take a B past kSmallChunkPastBytes in k chunks of kSmallChunkBytes (half

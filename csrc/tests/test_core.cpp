@@ -454,7 +454,9 @@ void copy_columns(const fastgemm::KernelSet& ks) {
 // the columns and items apart by gaps, small integers (exact sums): every element against a
 // double reference, alpha -2, beta 2 over C (b_cols) or 0 over a C of NaN (c_cols, never
 // read), nothing written in the gaps; squares of the vector width, twice and four times it and
-// of half of it (the fixed transposes, C^T's in registers), and shapes off them (copy_columns).
+// of half of it (the fixed transposes, C^T's in registers), and shapes off them (copy_columns,
+// or transposed_product's row groups, remainders and last panels where the table has
+// transposed_min_k).
 template <typename T>
 void stack_cols(const fastgemm::KernelSet& ks) {
     const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
@@ -463,7 +465,8 @@ void stack_cols(const fastgemm::KernelSet& ks) {
         int64_t m, n, k;
     };
     for (Shape s : {Shape{w, w, w}, Shape{2 * w, 2 * w, 2 * w}, Shape{4 * w, 4 * w, 4 * w}, Shape{3, 5, 7},
-                    Shape{w + 1, w + 2, 2 * w + 3}, Shape{13, 2 * w + 1, 9}, Shape{h, h, h}})
+                    Shape{w + 1, w + 2, 2 * w + 3}, Shape{13, 2 * w + 1, 9}, Shape{h, h, h},
+                    Shape{2 * w + 4, 3 * w, 13}, Shape{w + 7, 3 * w + 5, 2 * w}})
         for (bool c_cols : {false, true}) {
             const int64_t m = s.m, n = s.n, k = s.k, count = 3;
             const int64_t lda = k + 2, ldb = c_cols ? n + 3 : k + 3, ldc = c_cols ? m + 2 : n + 2;

@@ -85,20 +85,17 @@ struct NextItem {
 };
 }  // namespace
 
-// RG rows x NV vectors of C: RG x NV independent accumulators hide the FMA latency that one
-// row's chain over k would expose, and each B vector loaded serves RG rows. K > 0 fixes the
-// depth at compile time (the k loop unrolls fully); FULL: every vector is whole, so no masks,
-// else the last one has `last`'s lanes and only it is masked (a masked store is microcoded on
-// AMD cores: masking every vector cost float32 2630 x 30 x 10 15%). pf > 0: B's rows
+// RG rows x NV vectors of C's raw sums over all of k, in acc: RG x NV independent accumulators
+// hide the FMA latency that one row's chain over k would expose, and each B vector loaded serves
+// RG rows. K > 0 fixes the depth at compile time (the k loop unrolls fully); FULL: every vector
+// is whole, else the last one has `last`'s lanes and only it is masked. pf > 0: B's rows
 // prefetched pf steps ahead. AHEAD: `next` holds lines of a stack's next item to prefetch (a
-// template argument: the check in each k step cost single products of 80^3-96^3 4-6%). TC: the
-// rows are C^T's, RG = W of them, and beta is 0 (small_stack_c_cols): each W x W block is
-// transposed in registers and written as W rows of C (rsc apart), C never read.
-template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false, bool TC = false>
-inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
-                       const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
-                       typename V::mask last, int pf = 0, const SmallSums<typename V::T>& sums = {},
-                       NextItem* next = nullptr) {
+// template argument: the check in each k step cost single products of 80^3-96^3 4-6%).
+template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD>
+[[gnu::always_inline]] inline void small_sums(typename V::reg (&acc)[RG][NV], int64_t k, const typename V::T* a,
+                                              int64_t rsa, int64_t csa, const typename V::T* b, int64_t rsb,
+                                              typename V::mask last, int pf, const SmallSums<typename V::T>& sums,
+                                              NextItem* next) {
     using T = typename V::T;
     using R = typename V::reg;
     constexpr int W = V::W;
@@ -108,9 +105,9 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
         next->take(k, ahead, ahead_end);
         per = next->per;
     }
-    auto whole = [](int j) { return FULL || j + 1 < NV; };
-    auto load = [&](const T* p, int j) { return whole(j) ? V::loadu(p + j * W) : V::maskz_loadu(last, p + j * W); };
-    R acc[RG][NV];
+    auto load = [&](const T* p, int j) {
+        return FULL || j + 1 < NV ? V::loadu(p + j * W) : V::maskz_loadu(last, p + j * W);
+    };
 #pragma GCC unroll 8
     for (int r = 0; r < RG; ++r)
 #pragma GCC unroll 4
@@ -141,6 +138,22 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
     } else {
         for (int64_t p = 0; p < k; ++p) step(p);
     }
+}
+
+// small_sums' RG x NV block of C finished: alpha * sums + beta * C (C not read where beta is 0),
+// or the raw sums left in sums.to. Only the last vector is masked where not FULL (a masked store
+// is microcoded on AMD cores: masking every vector cost float32 2630 x 30 x 10 15%).
+template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false>
+inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
+                       const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
+                       typename V::mask last, int pf = 0, const SmallSums<typename V::T>& sums = {},
+                       NextItem* next = nullptr) {
+    using T = typename V::T;
+    using R = typename V::reg;
+    constexpr int W = V::W;
+    R acc[RG][NV];
+    small_sums<V, RG, NV, K, FULL, AHEAD>(acc, k, a, rsa, csa, b, rsb, last, pf, sums, next);
+    auto whole = [](int j) { return FULL || j + 1 < NV; };
     if (sums.to) {
 #pragma GCC unroll 8
         for (int r = 0; r < RG; ++r)
@@ -152,32 +165,57 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
     // alpha = 1 (every matmul) skips the multiply: RG x NV of them beside K x NV x RG FMAs is
     // 1/K of the work (8^3: an eighth), and x * 1 is x, so the bits are the same.
     auto finish = [&](auto scaled) {
-        if constexpr (TC) {
-            static_assert(RG == W && FULL, "whole W x W blocks of C^T");
-#pragma GCC unroll 4
-            for (int j = 0; j < NV; ++j) {
-                R blk[W];
-#pragma GCC unroll 16
-                for (int r = 0; r < W; ++r) blk[r] = decltype(scaled)::value ? V::mul(acc[r][j], va) : acc[r][j];
-                V::transpose(blk);
-#pragma GCC unroll 16
-                for (int q = 0; q < W; ++q) V::storeu(c + (j * W + q) * rsc, blk[q]);
-            }
-            return;
-        }
 #pragma GCC unroll 8
         for (int r = 0; r < RG; ++r) {
             T* cr = c + r * rsc;
 #pragma GCC unroll 4
             for (int j = 0; j < NV; ++j) {
                 R x = decltype(scaled)::value ? V::mul(acc[r][j], va) : acc[r][j];
-                if (beta != T(0)) x = V::fmadd(vb, load(cr, j), x);
+                if (beta != T(0))
+                    x = V::fmadd(vb, whole(j) ? V::loadu(cr + j * W) : V::maskz_loadu(last, cr + j * W), x);
                 if (whole(j)) V::storeu(cr + j * W, x);
                 else V::mask_storeu(cr + j * W, last, x);
             }
         }
     };
     if (alpha == T(1)) finish(std::false_type{});
+    else finish(std::true_type{});
+}
+
+// RG <= W rows of C^T x NV vectors (C^T = B^T A^T, beta 0; small_stack_c_cols), written to C
+// (rows rsc apart) transposed: each W x W block of the sums (rows past RG zero) transposed in
+// registers and stored as up to W rows of C, `rows_last` of them for the last vector where not
+// FULL, each RG elements wide (masked where RG < W). C is never read. The same sums as
+// small_rows on C^T, so the same bits as the small kernels on C.
+template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false>
+[[gnu::always_inline]] inline void transposed_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa,
+                                                   const typename V::T* b, int64_t rsb, typename V::T* c, int64_t rsc,
+                                                   typename V::mask last, int rows_last, NextItem* next = nullptr) {
+    using R = typename V::reg;
+    constexpr int W = V::W;
+    static_assert(RG <= W, "at most W rows of C^T a block");
+    R acc[RG][NV];
+    small_sums<V, RG, NV, K, FULL, AHEAD>(acc, k, a, rsa, 1, b, rsb, last, 0, {}, next);
+    const R va = V::set1(alpha);
+    const typename V::mask cols = V::lanes(RG);
+    auto finish = [&](auto scaled) {
+#pragma GCC unroll 4
+        for (int j = 0; j < NV; ++j) {
+            R blk[W];
+#pragma GCC unroll 16
+            for (int r = 0; r < W; ++r)
+                blk[r] = r >= RG ? V::zero() : decltype(scaled)::value ? V::mul(acc[r][j], va) : acc[r][j];
+            V::transpose(blk);
+            const int rows = FULL || j + 1 < NV ? W : rows_last;
+#pragma GCC unroll 16
+            for (int q = 0; q < W; ++q) {
+                if (q >= rows) break;
+                if constexpr (RG == W) V::storeu(c + (j * W + q) * rsc, blk[q]);
+                else V::mask_storeu(c + (j * W + q) * rsc, cols, blk[q]);
+            }
+        }
+    };
+    if (alpha == typename V::T(1)) finish(std::false_type{});
     else finish(std::true_type{});
 }
 
@@ -401,7 +439,7 @@ void small(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename 
 // stack_items passes constant strides for items stored whole, which become immediate offsets
 // only when inlined (a build where GCC stopped inlining it ran float64 8^3 items at 40%). TC:
 // the product is C^T, beta 0, and C (rows rsc apart) gets it transposed, W rows of C^T at a
-// time (small_rows' TC), panels wide enough for 8 accumulators.
+// time (transposed_rows), panels wide enough for 8 accumulators.
 template <typename V, int N, int PV, bool TC = false>
 [[gnu::always_inline]] inline void square_fixed(typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t,
                                                 const typename V::T* b, int64_t rsb, typename V::T beta,
@@ -419,13 +457,20 @@ template <typename V, int N, int PV, bool TC = false>
     for (int j = 0; j < N; j += NV * W)
 #pragma GCC unroll 1
         for (int i = 0; i < N; i += RG) {
-            typename V::T* ci = TC ? c + j * rsc + i : c + i * rsc + j;
-            if (next)
-                small_rows<V, RG, NV, N, true, true, TC>(N, alpha, a + i * rsa, rsa, 1, b + j, rsb, beta, ci, rsc,
-                                                         typename V::mask{}, 0, {}, next);
-            else
-                small_rows<V, RG, NV, N, true, false, TC>(N, alpha, a + i * rsa, rsa, 1, b + j, rsb, beta, ci, rsc,
-                                                          typename V::mask{});
+            if constexpr (TC) {
+                if (next)
+                    transposed_rows<V, RG, NV, N, true, true>(N, alpha, a + i * rsa, rsa, b + j, rsb, c + j * rsc + i,
+                                                              rsc, typename V::mask{}, W, next);
+                else
+                    transposed_rows<V, RG, NV, N, true>(N, alpha, a + i * rsa, rsa, b + j, rsb, c + j * rsc + i, rsc,
+                                                        typename V::mask{}, W);
+            } else if (next) {
+                small_rows<V, RG, NV, N, true, true>(N, alpha, a + i * rsa, rsa, 1, b + j, rsb, beta, c + i * rsc + j,
+                                                     rsc, typename V::mask{}, 0, {}, next);
+            } else {
+                small_rows<V, RG, NV, N, true>(N, alpha, a + i * rsa, rsa, 1, b + j, rsb, beta, c + i * rsc + j, rsc,
+                                               typename V::mask{});
+            }
         }
 }
 
@@ -484,7 +529,8 @@ constexpr int64_t kShortKStackBytes = int64_t(8) << 20;
 // whole item.
 template <int PanelCols, typename T, typename F, typename After>
 inline void each_item(const StackRun& s, int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
-                      const T* b, int64_t rsb, T* c, int64_t rsc, F product, After after, bool prefetch = true) {
+                      const T* b, int64_t rsb, T* c, int64_t rsc, F product, After after, bool prefetch = true,
+                      bool c_transposed = false) {
     const bool ahead = prefetch && stack_ahead<PanelCols, T>(m, n, k);
     int per = 1;
     for (int64_t i = 0; i < s.count; ++i, a += s.sa, b += s.sb, c += s.sc) {
@@ -498,7 +544,7 @@ inline void each_item(const StackRun& s, int64_t m, int64_t n, int64_t k, const 
         // An operand broadcast over the stack (stride 0) is already in cache.
         if (s.sb != 0) next.add(0, b + s.sb, k, n, rsb, 1);
         if (s.sa != 0) next.add(1, a + s.sa, m, k, rsa, csa);
-        next.add(2, c + s.sc, m, n, rsc, 1);
+        next.add(2, c + s.sc, c_transposed ? n : m, c_transposed ? m : n, rsc, 1);
         const int64_t lines = next.lines();
         product(a, b, c, &next);
         after(a, b, c);
@@ -708,6 +754,51 @@ void with_column_copy(int64_t rows, int64_t cols, F f) {
     f([rows, cols](const T* s, int64_t cs, T* d, int64_t ld) { copy_columns<V>(rows, cols, s, cs, d, ld); });
 }
 
+// From what k a table's x.T @ W.T stack items (beta 0) all go to small_stack_c_cols and are
+// written there straight from registers (transposed_product), not through t:
+// V::kTransposedMinK where the ISA file measured one, else 0 (only items with m <= k, through
+// t). See docs/DESIGN.md, "Operands stored by columns".
+template <typename V, typename = void>
+constexpr int64_t transposed_min_k = 0;
+template <typename V>
+constexpr int64_t transposed_min_k<V, std::void_t<decltype(V::kTransposedMinK)>> = V::kTransposedMinK;
+
+// An m x n C^T = B^T A^T (beta 0) written to C transposed, no scratch: panels of NV vectors of
+// C^T's rows, NV giving W rows 16 accumulators where there are 32 registers, 8 where 16; in
+// each, transposed_rows on its rows W at a time, then the m % W left in one narrower group.
+// next as small_rows'.
+template <typename V>
+void transposed_product(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa,
+                        const typename V::T* b, int64_t rsb, typename V::T* c, int64_t rsc, NextItem* next) {
+    constexpr int W = V::W;
+    static_assert(has_transpose<V> && W <= 8, "8 x 8 blocks at most (16 lanes spill: see small_stack_c_cols)");
+    constexpr int NV = std::max(1, (vector_regs<V> >= 32 ? 16 : 8) / W);
+    auto panel = [&](int64_t j, auto nv, auto full, typename V::mask last, int rows_last) {
+        constexpr int P = decltype(nv)::value;
+        constexpr bool FULL = decltype(full)::value;
+        auto rows = [&](int64_t i, auto rg) {
+            constexpr int RG = decltype(rg)::value;
+            const typename V::T* ai = a + i * rsa;
+            typename V::T* ci = c + j * rsc + i;
+            if (next)
+                transposed_rows<V, RG, P, 0, FULL, true>(k, alpha, ai, rsa, b + j, rsb, ci, rsc, last, rows_last, next);
+            else transposed_rows<V, RG, P, 0, FULL>(k, alpha, ai, rsa, b + j, rsb, ci, rsc, last, rows_last);
+        };
+        int64_t i = 0;
+        for (; i + W <= m; i += W) rows(i, std::integral_constant<int, W>{});
+        if (i < m) with_rows<W>(m - i, [&](auto rg) { rows(i, rg); });
+    };
+    int64_t j = 0;
+    for (; j + NV * W <= n; j += NV * W)
+        panel(j, std::integral_constant<int, NV>{}, std::true_type{}, typename V::mask{}, W);
+    if (j == n) return;
+    const int tail = int((n - j - 1) % W) + 1;
+    with_rows<NV>((n - j + W - 1) / W, [&](auto nv) {
+        if (tail == W) panel(j, nv, std::true_type{}, typename V::mask{}, W);
+        else panel(j, nv, std::false_type{}, V::lanes(tail), tail);
+    });
+}
+
 // Runs of small products with B or C stored by columns (x @ W.T, x.T @ W.T stacks), the moves
 // decided once for the run instead of by gemm per item (float32 1000 x 16^3 x.T @ W.T items
 // copied item by item ran at 0.68x NumPy). t: scratch for one item's B (k x n) or C (m x n).
@@ -749,6 +840,13 @@ void small_stack_c_cols(const StackRun& s, int64_t m, int64_t n, int64_t k, type
     // accumulators and a 16-register transpose, which spilled (float32 4096 x 16^3 x.T @ W.T
     // items 1.31 -> 0.62x NumPy).
     if (m == n && n == k && with_fixed_square<V, 8>(n, squares)) return;
+    if constexpr (transposed_min_k<V> > 0)
+        return each_item<PV * V::W>(
+            s, m, n, k, a, rsa, 1, b, rsb, c, csc,
+            [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
+                transposed_product<V>(m, n, k, alpha, ai, rsa, bi, rsb, ci, csc, nx);
+            },
+            [](const T*, const T*, T*) {}, true, true);
     with_column_copy<V>(n, m, [&](auto copy) {
         T* ci = c;
         stack_items<V, PV>(StackRun{s.count, s.sa, s.sb, 0}, m, n, k, alpha, a, rsa, 1, b, rsb, T(0), t, n,

@@ -93,7 +93,8 @@ constexpr KernelTable<typename V::T> kernel_table(std::integer_sequence<int, M..
             &fma_loop<V>,
             &epilogue<V>,
             &gemv_packed<V, NV>,
-            max_kc<V>};
+            max_kc<V>,
+            transposed_min_k<V>};
 }
 
 // The table of every kernel for an MR x (NV vectors) register tile over vector traits V;
