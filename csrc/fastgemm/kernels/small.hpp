@@ -763,40 +763,49 @@ constexpr int64_t transposed_min_k = 0;
 template <typename V>
 constexpr int64_t transposed_min_k<V, std::void_t<decltype(V::kTransposedMinK)>> = V::kTransposedMinK;
 
-// An m x n C^T = B^T A^T (beta 0) written to C transposed, no scratch: panels of NV vectors of
-// C^T's rows, NV giving W rows 16 accumulators where there are 32 registers, 8 where 16; in
-// each, transposed_rows on its rows W at a time, then the m % W left in one narrower group.
-// next as small_rows'.
+// An m x n C^T = B^T A^T (beta 0) written to C transposed, no scratch: C^T's rows W at a time,
+// then the m % W left in one narrower group, each group sweeping C^T's columns in panels of
+// vectors: NV for whole groups (W rows x NV vectors: 16 accumulators where there are 32
+// registers, 8 where 16), up to kTransposedFewRowsPanel for groups of at most W / 2 rows, which
+// would otherwise hold too few accumulators to cover the FMA's latency (one row's 2 chains ran
+// a quarter of float64 49 x 9 x 34 for 1/9 of its work). next as small_rows'.
+constexpr int kTransposedFewRowsPanel = 4;
+
 template <typename V>
 void transposed_product(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa,
                         const typename V::T* b, int64_t rsb, typename V::T* c, int64_t rsc, NextItem* next) {
     constexpr int W = V::W;
     static_assert(has_transpose<V> && W <= 8, "8 x 8 blocks at most (16 lanes spill: see small_stack_c_cols)");
     constexpr int NV = std::max(1, (vector_regs<V> >= 32 ? 16 : 8) / W);
-    auto panel = [&](int64_t j, auto nv, auto full, typename V::mask last, int rows_last) {
-        constexpr int P = decltype(nv)::value;
-        constexpr bool FULL = decltype(full)::value;
-        auto rows = [&](int64_t i, auto rg) {
-            constexpr int RG = decltype(rg)::value;
-            const typename V::T* ai = a + i * rsa;
+    // Rows [i, i + RG) of C^T over all its columns, panels of P vectors, the last one narrower.
+    auto sweep = [&](int64_t i, auto rg, auto pv) {
+        constexpr int RG = decltype(rg)::value, P = decltype(pv)::value;
+        const typename V::T* ai = a + i * rsa;
+        auto panel = [&](int64_t j, auto nv, auto full, typename V::mask last, int rows_last) {
+            constexpr int Q = decltype(nv)::value;
+            constexpr bool FULL = decltype(full)::value;
             typename V::T* ci = c + j * rsc + i;
             if (next)
-                transposed_rows<V, RG, P, 0, FULL, true>(k, alpha, ai, rsa, b + j, rsb, ci, rsc, last, rows_last, next);
-            else transposed_rows<V, RG, P, 0, FULL>(k, alpha, ai, rsa, b + j, rsb, ci, rsc, last, rows_last);
+                transposed_rows<V, RG, Q, 0, FULL, true>(k, alpha, ai, rsa, b + j, rsb, ci, rsc, last, rows_last, next);
+            else transposed_rows<V, RG, Q, 0, FULL>(k, alpha, ai, rsa, b + j, rsb, ci, rsc, last, rows_last);
         };
-        int64_t i = 0;
-        for (; i + W <= m; i += W) rows(i, std::integral_constant<int, W>{});
-        if (i < m) with_rows<W>(m - i, [&](auto rg) { rows(i, rg); });
+        int64_t j = 0;
+        for (; j + P * W <= n; j += P * W)
+            panel(j, std::integral_constant<int, P>{}, std::true_type{}, typename V::mask{}, W);
+        if (j == n) return;
+        const int tail = int((n - j - 1) % W) + 1;
+        with_rows<P>((n - j + W - 1) / W, [&](auto nv) {
+            if (tail == W) panel(j, nv, std::true_type{}, typename V::mask{}, W);
+            else panel(j, nv, std::false_type{}, V::lanes(tail), tail);
+        });
     };
-    int64_t j = 0;
-    for (; j + NV * W <= n; j += NV * W)
-        panel(j, std::integral_constant<int, NV>{}, std::true_type{}, typename V::mask{}, W);
-    if (j == n) return;
-    const int tail = int((n - j - 1) % W) + 1;
-    with_rows<NV>((n - j + W - 1) / W, [&](auto nv) {
-        if (tail == W) panel(j, nv, std::true_type{}, typename V::mask{}, W);
-        else panel(j, nv, std::false_type{}, V::lanes(tail), tail);
-    });
+    int64_t i = 0;
+    for (; i + W <= m; i += W) sweep(i, std::integral_constant<int, W>{}, std::integral_constant<int, NV>{});
+    if (i < m)
+        with_rows<W>(m - i, [&](auto rg) {
+            constexpr int P = 2 * decltype(rg)::value <= W ? std::max(NV, kTransposedFewRowsPanel) : NV;
+            sweep(i, rg, std::integral_constant<int, P>{});
+        });
 }
 
 // Runs of small products with B or C stored by columns (x @ W.T, x.T @ W.T stacks), the moves
