@@ -328,6 +328,10 @@ def test_matches_plain_gemm_without_activation():
     a, b, bias = operands(rng, 40, 50, 60, np.float64)
     assert np.array_equal(fastgemm.gemm(a, b, bias=bias), fastgemm.gemm(a, b) + bias)
     assert np.array_equal(fastgemm.gemm(a, b, activation="relu"), np.maximum(fastgemm.gemm(a, b), 0))
+    # x.T @ W.T, whose C^T goes out of registers on AVX-512 before the epilogue runs over C.
+    at, bt, bias = operands(rng, 40, 50, 60, np.float64, trans_a=True, trans_b=True)
+    plain = fastgemm.gemm(at, bt, trans_a=True, trans_b=True)
+    assert np.array_equal(fastgemm.gemm(at, bt, trans_a=True, trans_b=True, bias=bias), plain + bias)
 
 
 @pytest.mark.parametrize(
