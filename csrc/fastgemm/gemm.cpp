@@ -340,22 +340,18 @@ bool transposed_in_registers(const KernelSet& ks, const SmallProduct<T>& sp, T b
            small_tail_dots(uk, sp) == 0 && small_shaped(ks, transposed_operands(sp));
 }
 
-// A single x.T @ W.T product (as orient sees it) of up to kTransposedSingleMaxM rows that
-// transposed_in_registers takes, on one thread: small_stack_c_cols on a run of one, as its stack items (the same bits
-// as the paths it replaces, which sum in the same order). Zen 4, float64, 1 thread, switched
-// per call alternating with NumPy: 49 x 9 x 34 1.38 -> 1.64x, 64 x 34 x 28 0.93 -> 1.05x, 31 x 9
-// x 20 1.57 -> 2.27x, 24 x 20 x 55 1.39 -> 1.66x; from 90 rows the copied B won (100 x 100 x 40
-// 1.08 -> 1.02x, 90 x 40 x 20 1.29 -> 1.20x).
-constexpr int64_t kTransposedSingleMaxM = 64;
-
+// A single x.T @ W.T product (as orient sees it) that transposed_in_registers takes, on one
+// thread: small_stack_c_cols on a run of one, as its stack items (the same bits as the paths it
+// replaces, which sum in the same order). Zen 4, float64, 1 thread, switched per call
+// alternating with NumPy: 49 x 9 x 34 1.38 -> 1.64x, 64 x 34 x 28 0.93 -> 1.05x, 31 x 9 x 20 1.57
+// -> 2.27x, 24 x 20 x 55 1.39 -> 1.66x; past 64 rows the copied B won (100 x 100 x 40 1.08 ->
+// 1.02x, 90 x 40 x 20 1.29 -> 1.20x).
 template <typename T>
 bool try_transposed_single(const KernelSet& ks, const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b,
                            T beta, View<T> c) {
     const SmallProduct<T> sp = orient(a, b, c);
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
-    if (m > kTransposedSingleMaxM || threads_for(m, n, k, kSmallMinWorkPerThread) != 1 ||
-        !transposed_in_registers(ks, sp, beta))
-        return false;
+    if (threads_for(m, n, k, kSmallMinWorkPerThread) != 1 || !transposed_in_registers(ks, sp, beta)) return false;
     uk.small_stack_c_cols(StackRun{1, 0, 0, 0}, n, m, k, alpha, sp.b.data, sp.b.cs, sp.a.data, sp.a.cs, sp.c.data,
                           sp.c.rs, nullptr);
     return true;
