@@ -331,13 +331,18 @@ bool few_columns_fit(const KernelSet& ks, View<const T> a, View<T> c) {
 
 // An oriented x.T @ W.T stack item (both operands by columns, beta 0) that small_stack_c_cols
 // writes from registers (its table's transposed_min_k), before the few-row kernels would take
-// it (float64 200 x (38 x 5 x 35) 0.77 -> 0.95x NumPy): C^T a small product and no dot tail
-// (gemm's sums for those columns go in another order).
+// it (float64 200 x (38 x 5 x 35) 0.77 -> 0.95x NumPy): up to kTransposedMaxSide a side (the
+// random sweeps' range; past it single products lost, 17 x 300 x 400 1.34 -> 1.26x, and stacks
+// split), C^T a small product and no dot tail (gemm's sums for those columns go in another
+// order).
+constexpr int64_t kTransposedMaxSide = 64;
+
 template <typename T>
 bool transposed_in_registers(const KernelSet& ks, const SmallProduct<T>& sp, T beta) {
     const KernelTable<T>& uk = main_table<T>(ks);
-    return uk.transposed_min_k > 0 && sp.a.cols >= uk.transposed_min_k && transposes_in_place(sp, beta) &&
-           small_tail_dots(uk, sp) == 0 && small_shaped(ks, transposed_operands(sp));
+    const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
+    return uk.transposed_min_k > 0 && k >= uk.transposed_min_k && std::max({m, n, k}) <= kTransposedMaxSide &&
+           transposes_in_place(sp, beta) && small_tail_dots(uk, sp) == 0 && small_shaped(ks, transposed_operands(sp));
 }
 
 // A single x.T @ W.T product (as orient sees it) that transposed_in_registers takes, on one
