@@ -356,7 +356,8 @@ bool try_transposed_single(const KernelSet& ks, const KernelTable<T>& uk, T alph
                            T beta, View<T> c) {
     const SmallProduct<T> sp = orient(a, b, c);
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
-    if (threads_for(m, n, k, kSmallMinWorkPerThread) != 1 || !transposed_in_registers(ks, sp, beta)) return false;
+    // The stride checks first: every product asks, few are x.T @ W.T.
+    if (!transposed_in_registers(ks, sp, beta) || threads_for(m, n, k, kSmallMinWorkPerThread) != 1) return false;
     uk.small_stack_c_cols(StackRun{1, 0, 0, 0}, n, m, k, alpha, sp.b.data, sp.b.cs, sp.a.data, sp.a.cs, sp.c.data,
                           sp.c.rs, nullptr);
     return true;
