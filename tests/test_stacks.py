@@ -326,6 +326,20 @@ def _assert_items_equal_single_products(a, b, c0, alpha, beta):
         assert np.array_equal(c[i], one), f"item {i}"
 
 
+# Items of x.T @ w with C narrower than a vector (A by columns, B by rows) that gemm computes as
+# C^T on the small kernels (try_narrow_small_transposed) run so item by item in a stack
+# (small_item's narrow_columns), and the short ones it leaves in C's rows stay in place: each
+# item equals its single product bit for bit, alpha and beta included.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(30, 12, 40), (24, 9, 16), (20, 11, 70), (22, 12, 23), (40, 5, 33), (9, 3, 64)])
+@pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (-1.5, 0.5)])
+def test_stack_items_with_narrow_c_equal_single_products(kernel, shape, dtype, alpha, beta):
+    m, n, k = shape
+    rng = np.random.default_rng(m * n + k)
+    a = _rand(rng, (4, k, m), dtype).transpose(0, 2, 1)
+    _assert_items_equal_single_products(a, _rand(rng, (4, k, n), dtype), _rand(rng, (4, m, n), dtype), alpha, beta)
+
+
 # Items whose B is stored by columns (x.T @ W.T, x @ W.T with W's columns strided): gemm_batched
 # copies each one's B row-major or computes C^T = B^T A^T a run at a time (small_item), or hands
 # the item to gemm; either way each item equals its single product bit for bit, with the shapes

@@ -63,13 +63,17 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
                                     View<T>{c.data + oc, m, n, c.rs, c.cs}, ahead);
                 return;
             }
-            if (small == SmallItem::b_copied) {
+            if (small == SmallItem::b_copied || small == SmallItem::narrow_columns) {
+                T* t = small == SmallItem::narrow_columns
+                           ? static_cast<T*>(thread_c_scratch(size_t(sp.c.rows * sp.c.cols) * sizeof(T)))
+                           : nullptr;
                 SmallProduct<T> item = sp;
                 for (int64_t i = 0; i < len; ++i) {
                     item.a.data = sp.a.data + r.oa + i * r.run.sa;
                     item.b.data = sp.b.data + r.ob + i * r.run.sb;
                     item.c.data = sp.c.data + oc + i * r.run.sc;
-                    run_b_copied(table, alpha, item, beta);
+                    if (t) run_narrow_transposed(table, alpha, item, beta, 0, sp.c.rows, t);
+                    else run_b_copied(table, alpha, item, beta);
                 }
                 return;
             }

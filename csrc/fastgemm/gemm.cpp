@@ -475,10 +475,15 @@ bool try_narrow_transposed(const KernelSet& ks, const KernelTable<T>& uk, T alph
 // for the few-column products few_columns_short leaves, and past kNarrowShortMinM rows with k
 // up to kHalfRowsMaxK for rows in half-width vectors (float32 7-8 columns on AVX-512: 838 x 8 x
 // 115 0.77x -> 1.15x, 2046 x 7 x 50 1.22x -> 1.75x); from kNarrowSmallMinM rows and
-// kNarrowSmallMinK of k. small_item declines these as stack items, so each item goes
-// through gemm and has the single product's bits. See docs/DESIGN.md, "Narrow C as C^T".
+// kNarrowSmallMinK of k; under kNarrowSmallCopyMinM rows with k under kNarrowSmallCopyMinK
+// moving C^T into C costs more than the idle lanes (200-item stacks float32 22 x 12 x 23
+// 0.82x -> 1.16x NumPy, 11 x 12 x 63 0.84x -> 1.33x; from k = 64 C^T won, 11 x 12 x 165 0.95x ->
+// 1.07x). Stack items run the same way item by item (small_item's narrow_columns), with the
+// single product's bits. See docs/DESIGN.md, "Narrow C as C^T".
 constexpr int64_t kNarrowSmallMinM = 8;
 constexpr int64_t kNarrowSmallMinK = 16;
+constexpr int64_t kNarrowSmallCopyMinM = 24;
+constexpr int64_t kNarrowSmallCopyMinK = 64;
 constexpr int64_t kHalfRowsMaxK = 128;
 
 // Whether try_narrow_small_transposed takes the oriented product sp.
@@ -487,24 +492,33 @@ bool narrow_small_transposed(const KernelSet& ks, const SmallProduct<T>& sp) {
     const KernelTable<T>& uk = main_table<T>(ks);
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
     if (n >= uk.lanes || sp.a.rs != 1 || sp.a.cs == 1 || m < kNarrowSmallMinM || k < kNarrowSmallMinK) return false;
+    if (m < kNarrowSmallCopyMinM && k < kNarrowSmallCopyMinK) return false;
     const bool half_rows = 2 * n <= uk.lanes && m >= kNarrowShortMinM && k <= kHalfRowsMaxK;
     if (4 * lanes_spanned(uk.tiles[1], n, uk.lanes) < 5 * n && !few_columns_short(m, k) && !half_rows) return false;
     return small_reads_a(ks.tuning, n, m, k, sp.b.rs, sizeof(T)) && !small_b_chunks(transposed_operands(sp));
 }
 
+}  // namespace
+
+template <typename T>
+void run_narrow_transposed(const KernelTable<T>& uk, T alpha, const SmallProduct<T>& sp, T beta, int64_t lo, int64_t hi,
+                           T* t) {
+    const SmallProduct<T> st = transposed_operands(sp);
+    const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
+    uk.small(n, hi - lo, k, alpha, st.a.data, st.a.rs, st.a.cs, st.b.data + lo, st.b.rs, T(0), t + lo, m);
+    put_transposed(uk, lo, hi, t, m, beta, sp.c);
+}
+
+namespace {
+
 template <typename T>
 bool try_narrow_small_transposed(const KernelSet& ks, const KernelTable<T>& uk, int threads, T alpha,
                                  const SmallProduct<T>& sp, T beta) {
     if (!narrow_small_transposed(ks, sp)) return false;
-    const SmallProduct<T> st = transposed_operands(sp);
-    const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
-    T* t = static_cast<T*>(thread_c_scratch(size_t(n * m) * sizeof(T)));
+    T* t = static_cast<T*>(thread_c_scratch(size_t(sp.c.cols * sp.c.rows) * sizeof(T)));
     parallel_ranges(
-        threads, m, uk.lanes,
-        [&](int, int64_t lo, int64_t hi) {
-            uk.small(n, hi - lo, k, alpha, st.a.data, st.a.rs, st.a.cs, st.b.data + lo, st.b.rs, T(0), t + lo, m);
-            put_transposed(uk, lo, hi, t, m, beta, sp.c);
-        },
+        threads, sp.c.rows, uk.lanes,
+        [&](int, int64_t lo, int64_t hi) { run_narrow_transposed(uk, alpha, sp, beta, lo, hi, t); },
         kSmallPiecesPerThread);
     return true;
 }
@@ -684,7 +698,8 @@ SmallItem small_item(const KernelSet& ks, View<const T> a, View<const T> b, View
     out = orient(a, b, c);
     if (transposed_in_registers(ks, out, beta)) return SmallItem::c_columns;
     if (few_columns_fit(ks, a, c)) return SmallItem::few_columns;
-    if (!small_shaped(ks, out) || narrow_small_transposed(ks, out)) return SmallItem::none;
+    if (!small_shaped(ks, out)) return SmallItem::none;
+    if (narrow_small_transposed(ks, out)) return SmallItem::narrow_columns;
     if (out.b.cs == 1) return SmallItem::in_place;
     // A dot-kernel tail keeps gemm (its sums go in another order).
     const KernelTable<T>& uk = main_table<T>(ks);
@@ -719,6 +734,11 @@ template SmallItem small_item<double>(const KernelSet&, View<const double>, View
                                       SmallProduct<double>&);
 template void run_b_copied<float>(const KernelTable<float>&, float, SmallProduct<float>, float);
 template void run_b_copied<double>(const KernelTable<double>&, double, SmallProduct<double>, double);
+
+template void run_narrow_transposed<float>(const KernelTable<float>&, float, const SmallProduct<float>&, float, int64_t,
+                                           int64_t, float*);
+template void run_narrow_transposed<double>(const KernelTable<double>&, double, const SmallProduct<double>&, double,
+                                            int64_t, int64_t, double*);
 
 template void run_dots_copied<float>(const KernelTable<float>&, int, float, View<const float>, View<const float>, float,
                                      View<float>, const StackRun&, bool);

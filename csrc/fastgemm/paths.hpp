@@ -69,18 +69,19 @@ using SmallProduct = Oriented<T, T>;
 bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t elem_bytes);
 
 // How a stack item of these views (m, n, k >= 1, one thread) runs: as gemm's C^T on the
-// few-row kernels where gemm takes that (few_columns: run_few_columns item by item); else on
-// the small kernels of ks, none where gemm would give it another form (dot products, a narrow
-// C^T, a dot-kernel tail; a few-row tail with B copied): small_shape, C's rows contiguous once
-// oriented and A read well. B read in
-// place by KernelTable::small_stack when its rows are contiguous, even where they crowd L1
+// few-row kernels where gemm takes that (few_columns: run_few_columns item by item), or on the
+// small kernels for a C narrower than a vector (narrow_columns: run_narrow_transposed item by
+// item); else on the small kernels of ks, none where gemm would give it another form (dot
+// products, a narrow C^T of the blocked path, a dot-kernel tail; a few-row tail with B copied):
+// small_shape, C's rows contiguous once oriented and A read well. B read in place by
+// KernelTable::small_stack when its rows are contiguous, even where they crowd L1
 // (small_stack prefetches the next item, which a copy of B would wait for; gemm.cpp); else, by
 // columns, a run at a time by small_stack_b_cols (each B copied row-major) or, x.T @ W.T with
 // beta 0, small_stack_c_cols (C^T = B^T A^T, both read in place); else item by item, B copied
 // (run_b_copied). Any of them sums each element's products in order as gemm's small kernels
 // do: the same bits, without gemm's per-call checks, flag rule and choice of path (3571 x (7 x
 // 6 x 10) float64 x.T @ W.T spent 4/5 of its time there).
-enum class SmallItem { none, in_place, b_columns, c_columns, b_copied, few_columns };
+enum class SmallItem { none, in_place, b_columns, c_columns, b_copied, few_columns, narrow_columns };
 template <typename T>
 SmallItem small_item(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c, T beta, SmallProduct<T>& out);
 // An item small_item found b_copied.
@@ -93,6 +94,17 @@ extern template SmallItem small_item<double>(const KernelSet&, View<const double
                                              double, SmallProduct<double>&);
 extern template void run_b_copied<float>(const KernelTable<float>&, float, SmallProduct<float>, float);
 extern template void run_b_copied<double>(const KernelTable<double>&, double, SmallProduct<double>, double);
+
+// C^T's columns lo..hi (C's rows) of a product narrow_small_transposed takes (small_item's
+// narrow_columns), on the small kernels into t (C^T, n x m) and from there into C with beta.
+template <typename T>
+void run_narrow_transposed(const KernelTable<T>& uk, T alpha, const SmallProduct<T>& sp, T beta, int64_t lo, int64_t hi,
+                           T* t);
+
+extern template void run_narrow_transposed<float>(const KernelTable<float>&, float, const SmallProduct<float>&, float,
+                                                  int64_t, int64_t, float*);
+extern template void run_narrow_transposed<double>(const KernelTable<double>&, double, const SmallProduct<double>&,
+                                                   double, int64_t, int64_t, double*);
 
 // The products of a run (run.count items, run.sa / sb / sc elements apart; a single product: 1)
 // as dot products, dots_side's `side` (not 0): the short side's operand (A's rows or B's
