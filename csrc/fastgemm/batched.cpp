@@ -39,10 +39,12 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     const int64_t tail = small == SmallItem::in_place ? small_tail_dots(table, sp) : 0;
     const bool moved = small == SmallItem::b_columns || small == SmallItem::c_columns;
     const BatchAxis in = innermost(st);
+    const bool next_ahead = stack_from_memory(st, m, n, k, sizeof(T));
     run_stack(
         c, st, m, n, k, per_item, stacked || small != SmallItem::none,
         [&](int64_t len, int64_t oa, int64_t ob, int64_t oc) {
-            const OrientedRun r = orient_run(sp.transposed, len, in, oa, ob);
+            OrientedRun r = orient_run(sp.transposed, len, in, oa, ob);
+            r.run.next_ahead = next_ahead;
             if (moved) {
                 T* t = static_cast<T*>(thread_scratch(size_t(std::max(sp.c.rows, k) * sp.c.cols) * sizeof(T)));
                 if (small == SmallItem::b_columns)
@@ -50,9 +52,9 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
                                                     sp.a.cs, sp.b.data + r.ob, sp.b.cs, beta, sp.c.data + oc, sp.c.rs,
                                                     t);
                 // C^T = B^T A^T: B^T and A^T by rows, C^T by columns.
-                return table.small_stack_c_cols({len, r.run.sb, r.run.sa, r.run.sc}, sp.c.cols, sp.c.rows, k, alpha,
-                                                sp.b.data + r.ob, sp.b.cs, sp.a.data + r.oa, sp.a.cs, sp.c.data + oc,
-                                                sp.c.rs, t);
+                return table.small_stack_c_cols({len, r.run.sb, r.run.sa, r.run.sc, next_ahead}, sp.c.cols, sp.c.rows,
+                                                k, alpha, sp.b.data + r.ob, sp.b.cs, sp.a.data + r.oa, sp.a.cs,
+                                                sp.c.data + oc, sp.c.rs, t);
             }
             if (small == SmallItem::few_columns) {
                 const bool ahead =

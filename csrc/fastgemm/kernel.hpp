@@ -46,9 +46,12 @@ using UkernelFn = void (*)(int64_t k, T alpha, const T* a, int64_t lda, const T*
                            int64_t ldc, int n);
 
 // A run of same-shaped products: item i's operands start i * sa, i * sb, i * sc elements after
-// item 0's.
+// item 0's. next_ahead: the small kernels may prefetch each next item's lines (stack_ahead's
+// shapes); gemm_batched clears it for stacks within cache, whose lines the hardware's
+// prefetchers bring in better.
 struct StackRun {
     int64_t count, sa, sb, sc;
+    bool next_ahead = true;
 };
 
 // Most vectors in an NR-wide row of any kernel.

@@ -531,7 +531,7 @@ template <int PanelCols, typename T, typename F, typename After>
 inline void each_item(const StackRun& s, int64_t m, int64_t n, int64_t k, const T* a, int64_t rsa, int64_t csa,
                       const T* b, int64_t rsb, T* c, int64_t rsc, F product, After after, bool prefetch = true,
                       bool c_transposed = false) {
-    const bool ahead = prefetch && stack_ahead<PanelCols, T>(m, n, k);
+    const bool ahead = prefetch && s.next_ahead && stack_ahead<PanelCols, T>(m, n, k);
     int per = 1;
     for (int64_t i = 0; i < s.count; ++i, a += s.sa, b += s.sb, c += s.sc) {
         if (!ahead || i + 1 == s.count) {
@@ -821,8 +821,8 @@ void small_stack_b_cols(const StackRun& s, int64_t m, int64_t n, int64_t k, type
     with_column_copy<V>(k, n, [&](auto copy) {
         copy(b, csb, t, n);
         int64_t i = 0;
-        stack_items<V, PV>(StackRun{s.count, s.sa, 0, s.sc}, m, n, k, alpha, a, rsa, csa, t, n, beta, c, rsc,
-                           [&](const T*, const T*, T*) {
+        stack_items<V, PV>(StackRun{s.count, s.sa, 0, s.sc, s.next_ahead}, m, n, k, alpha, a, rsa, csa, t, n, beta, c,
+                           rsc, [&](const T*, const T*, T*) {
                                if (++i < s.count && s.sb != 0) copy(b + i * s.sb, csb, t, n);
                            });
     });
@@ -858,8 +858,8 @@ void small_stack_c_cols(const StackRun& s, int64_t m, int64_t n, int64_t k, type
             [](const T*, const T*, T*) {}, true, true);
     with_column_copy<V>(n, m, [&](auto copy) {
         T* ci = c;
-        stack_items<V, PV>(StackRun{s.count, s.sa, s.sb, 0}, m, n, k, alpha, a, rsa, 1, b, rsb, T(0), t, n,
-                           [&](const T*, const T*, T*) {
+        stack_items<V, PV>(StackRun{s.count, s.sa, s.sb, 0, s.next_ahead}, m, n, k, alpha, a, rsa, 1, b, rsb, T(0), t,
+                           n, [&](const T*, const T*, T*) {
                                copy(t, n, ci, csc);
                                ci += s.sc;
                            });
