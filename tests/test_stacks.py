@@ -344,7 +344,9 @@ def test_stack_items_with_narrow_c_equal_single_products(kernel, shape, dtype, a
 # copies each one's B row-major or computes C^T = B^T A^T a run at a time (small_item), or hands
 # the item to gemm; either way each item equals its single product bit for bit, with the shapes
 # where gemm computes C^T (m < k) or ends in dot products or few-row tails (35 x 9 x 55 float64,
-# 50 x 17 x 50 float32: C^T for the whole item in a stack), and a few-row, narrow product gemm
+# 50 x 17 x 50 float32: C^T for the whole item in a stack), items of more rows than k that a
+# stack computes as C^T by transposed_pays' lane count (40 x 18 x 20, 39 x 18 x 32, 46 x 5 x
+# 11), and a few-row, narrow product gemm
 # gives the dot kernels before its few-column form (3 x 2 x 200).
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
@@ -357,6 +359,8 @@ def test_stack_items_with_narrow_c_equal_single_products(kernel, shape, dtype, a
         (5, 13, 51),
         (15, 78, 5),
         (40, 18, 20),
+        (39, 18, 32),
+        (46, 5, 11),
         (33, 2, 40),
         (35, 9, 55),
         (50, 17, 50),

@@ -662,6 +662,29 @@ bool b_panel_in_l1(int64_t m, int64_t k) {
     return m <= kPanelInL1MaxM && 2 * k * kSmallPanelBytes <= caches().l1d.size;
 }
 
+// The lanes the small kernels' vectors span over `cols` columns: whole vectors, and the last
+// part in a half-width one where the table has them (half_tail), else in a whole one.
+template <typename T>
+int64_t lanes_swept(const KernelTable<T>& uk, int64_t cols) {
+    const int64_t w = uk.lanes, whole = cols / w * w, part = cols - whole;
+    return whole + (part == 0 ? 0 : 2 * part <= w && uk.tiles[1].by_nv[0] ? w / 2 : w);
+}
+
+// Whether an x.T @ W.T item (oriented; both operands by columns) costs less as C^T = W X, C^T
+// moved into C, than as C with B copied by rows: always with m <= k (fewer elements moved);
+// past that, the lanes the FMAs span each way (C's n columns against C^T's m) plus each moved
+// element at a quarter of a vector FMA (a register transpose's share). Zen 4, 200-item stacks
+// with m > k, switched per call: float32 39 x 18 x 32 0.84 -> 0.99x NumPy, 38 x 19 x 26 0.97 ->
+// 1.09x, 47 x 57 x 35 0.85 -> 0.90x, float64 46 x 5 x 11 0.88 -> 1.08x; where the model says C,
+// C^T lost (float32 23 x 39 x 13 1.04 -> 0.86x, 58 x 51 x 18 1.02 -> 0.90x, 41 x 63 x 32 1.05 ->
+// 0.88x).
+template <typename T>
+bool transposed_pays(const KernelTable<T>& uk, const SmallProduct<T>& sp) {
+    const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols, w = uk.lanes;
+    if (m <= k) return true;
+    return 4 * n * k * lanes_swept(uk, m) + w * m * n < 4 * m * k * lanes_swept(uk, n) + w * k * n;
+}
+
 }  // namespace
 
 bool small_shape(const KernelSet& ks, int64_t m, int64_t n, int64_t k, int64_t elem_bytes) {
@@ -706,9 +729,10 @@ SmallItem small_item(const KernelSet& ks, View<const T> a, View<const T> b, View
     if (small_b_plan(out) != SmallB::copied || small_tail_dots(uk, out) != 0) return SmallItem::none;
     // x.T @ W.T items as C^T = W @ x, both read in place, move C (m x n) where a copy of B moves
     // k x n elements: when that is fewer, or as many (both operands then by rows, as the square
-    // kernels take them). A few-row tail gemm would give the last columns sums as the small
-    // kernels do, so C^T takes those items too (float64 146 x (35 x 9 x 55) 0.69 -> 0.91x NumPy).
-    if (transposes_in_place(out, beta) && out.c.rows <= out.a.cols && small_shaped(ks, transposed_operands(out)))
+    // kernels take them), or where C^T's lanes save more than the extra moves (transposed_pays).
+    // A few-row tail gemm would give the last columns sums as the small kernels do, so C^T takes
+    // those items too (float64 146 x (35 x 9 x 55) 0.69 -> 0.91x NumPy).
+    if (transposes_in_place(out, beta) && transposed_pays(uk, out) && small_shaped(ks, transposed_operands(out)))
         return SmallItem::c_columns;
     // With B copied, gemm's few-row tail spares the last vector's idle lanes (float32 100 x (60 x
     // 34 x 50) 0.88x NumPy through gemm, 0.84x all on the small kernels).
