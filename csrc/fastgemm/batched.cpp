@@ -52,9 +52,9 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
                                                     sp.a.cs, sp.b.data + r.ob, sp.b.cs, beta, sp.c.data + oc, sp.c.rs,
                                                     t);
                 // C^T = B^T A^T: B^T and A^T by rows, C^T by columns.
-                return table.small_stack_c_cols({len, r.run.sb, r.run.sa, r.run.sc, next_ahead}, sp.c.cols, sp.c.rows,
-                                                k, alpha, sp.b.data + r.ob, sp.b.cs, sp.a.data + r.oa, sp.a.cs,
-                                                sp.c.data + oc, sp.c.rs, t);
+                return table.small_stack_c_cols({len, r.run.sb, r.run.sa, r.run.sc, r.run.next_ahead}, sp.c.cols,
+                                                sp.c.rows, k, alpha, sp.b.data + r.ob, sp.b.cs, sp.a.data + r.oa,
+                                                sp.a.cs, sp.c.data + oc, sp.c.rs, t);
             }
             if (small == SmallItem::few_columns) {
                 const bool ahead =
@@ -66,15 +66,14 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
                 return;
             }
             if (small == SmallItem::b_copied || small == SmallItem::narrow_columns) {
-                T* t = small == SmallItem::narrow_columns
-                           ? static_cast<T*>(thread_c_scratch(size_t(sp.c.rows * sp.c.cols) * sizeof(T)))
-                           : nullptr;
+                const bool narrow = small == SmallItem::narrow_columns;
+                T* t = narrow ? static_cast<T*>(thread_c_scratch(size_t(sp.c.rows * sp.c.cols) * sizeof(T))) : nullptr;
                 SmallProduct<T> item = sp;
                 for (int64_t i = 0; i < len; ++i) {
                     item.a.data = sp.a.data + r.oa + i * r.run.sa;
                     item.b.data = sp.b.data + r.ob + i * r.run.sb;
                     item.c.data = sp.c.data + oc + i * r.run.sc;
-                    if (t) run_narrow_transposed(table, alpha, item, beta, 0, sp.c.rows, t);
+                    if (narrow) run_narrow_transposed(table, alpha, item, beta, 0, sp.c.rows, t);
                     else run_b_copied(table, alpha, item, beta);
                 }
                 return;

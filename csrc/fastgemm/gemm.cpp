@@ -666,8 +666,8 @@ bool b_panel_in_l1(int64_t m, int64_t k) {
 // part in a half-width one where the table has them (half_tail), else in a whole one.
 template <typename T>
 int64_t lanes_swept(const KernelTable<T>& uk, int64_t cols) {
-    const int64_t w = uk.lanes, whole = cols / w * w, part = cols - whole;
-    return whole + (part == 0 ? 0 : 2 * part <= w && uk.tiles[1].by_nv[0] ? w / 2 : w);
+    const int64_t whole = cols / uk.lanes * uk.lanes, part = cols - whole;
+    return whole + (part == 0 ? 0 : lanes_spanned(uk.tiles[1], part, uk.lanes));
 }
 
 // Whether an x.T @ W.T item (oriented; both operands by columns) costs less as C^T = W X, C^T
