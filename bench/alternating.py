@@ -5,9 +5,12 @@ the other, while the other's idle worker threads may still be spinning. This tim
 np.matmul and fastgemm.matmul in strict alternation on the same thread count and prints the
 median of each and their ratio (NumPy time / fastgemm time), next to the same two timed with a
 pause before every call (what `python -m fastgemm bench` does), so the cost of the neighbour's
-threads shows as the difference between the two rows.
+threads shows as the difference between the two rows. The mean columns are what a program
+of such calls gets: a call that waits a scheduler time slice for a preempted thread moves the
+mean, not the median.
 
     python bench/alternating.py                  # 2048^3 and 4096^3 float32, all usable CPUs
+    python bench/alternating.py --sizes 350x222x175,200 --samples 400 --no-pause
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ import fastgemm as fg
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--sizes", default="2048,4096", help="comma-separated n of n x n x n products")
+    p.add_argument("--sizes", default="2048,4096", help="comma-separated products: n (n x n x n) or MxNxK")
     p.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     p.add_argument("--samples", type=int, default=9)
     p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
+    p.add_argument("--no-pause", action="store_true", help="only the alternating row")
     args = p.parse_args()
     try:
         from threadpoolctl import threadpool_limits
@@ -37,22 +41,32 @@ def main() -> None:
     fg.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
     print(f"fastgemm {fg.__version__}, kernel {fg.get_kernel()}, {args.threads} threads, {args.dtype}")
-    print(f"{'n':>6} {'mode':<12} {'numpy GF/s':>11} {'fastgemm GF/s':>14} {'ratio':>7}")
-    for n in (int(s) for s in args.sizes.split(",")):
-        a = rng.standard_normal((n, n)).astype(args.dtype)
-        b = rng.standard_normal((n, n)).astype(args.dtype)
-        c = np.empty((n, n), args.dtype)
-        flops = 2.0 * n**3
-        for mode, pause in (("alternating", 0.0), ("paused", 0.2)):
+    print(
+        f"{'m x n x k':>16} {'mode':<12} {'GF/s median: numpy':>19} {'fastgemm':>9} {'ratio':>6}   "
+        f"{'mean: numpy':>11} {'fastgemm':>9} {'ratio':>6}"
+    )
+    modes = (("alternating", 0.0),) if args.no_pause else (("alternating", 0.0), ("paused", 0.2))
+    for size in args.sizes.split(","):
+        m, n, k = (int(d) for d in size.split("x")) if "x" in size else (int(size),) * 3
+        a = rng.standard_normal((m, k)).astype(args.dtype)
+        b = rng.standard_normal((k, n)).astype(args.dtype)
+        c = np.empty((m, n), args.dtype)
+        flops = 2.0 * m * n * k
+        for mode, pause in modes:
             tn, tf = [], []
             for _ in range(args.samples):
                 for lib, times in ((np.matmul, tn), (fg.matmul, tf)):
-                    time.sleep(pause)
+                    if pause:  # not even sleep(0): a system call the other library's threads would not see
+                        time.sleep(pause)
                     t0 = time.perf_counter()
                     lib(a, b, out=c)
                     times.append(time.perf_counter() - t0)
             mn, mf = statistics.median(tn), statistics.median(tf)
-            print(f"{n:>6} {mode:<12} {flops / mn / 1e9:11.1f} {flops / mf / 1e9:14.1f} {mn / mf:6.2f}x")
+            an, af = statistics.fmean(tn), statistics.fmean(tf)
+            print(
+                f"{f'{m}x{n}x{k}':>16} {mode:<12} {flops / mn / 1e9:19.1f} {flops / mf / 1e9:9.1f} {mn / mf:5.2f}x   "
+                f"{flops / an / 1e9:11.1f} {flops / af / 1e9:9.1f} {an / af:5.2f}x"
+            )
 
 
 if __name__ == "__main__":

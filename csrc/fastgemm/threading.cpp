@@ -1,12 +1,15 @@
 #include "threading.hpp"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -117,10 +120,10 @@ void cpu_relax() {
 #endif
 }
 
-// Returns once done() holds (never sleeps), or false at `deadline_ns` (0: none); pauses for
-// pause_ns() nanoseconds, then yields.
-template <typename Done, typename PauseNs>
-bool wait_until(Done done, PauseNs pause_ns, int64_t deadline_ns = 0) {
+// Returns once done() holds (never sleeps), or false at `deadline_ns` (0: none) or when
+// give_up(now) holds before a yield; pauses for pause_ns() nanoseconds, then yields.
+template <typename Done, typename PauseNs, typename GiveUp>
+bool wait_until(Done done, PauseNs pause_ns, int64_t deadline_ns, GiveUp give_up) {
     const int64_t start = now_ns();
     for (;;) {
         for (int i = 0; i < 64; ++i) {
@@ -129,9 +132,41 @@ bool wait_until(Done done, PauseNs pause_ns, int64_t deadline_ns = 0) {
         }
         const int64_t now = now_ns();
         if (deadline_ns != 0 && now >= deadline_ns) return false;
-        if (now - start >= pause_ns()) std::this_thread::yield();
+        if (now - start >= pause_ns()) {
+            if (give_up(now)) return false;
+            std::this_thread::yield();
+        }
     }
 }
+
+template <typename Done, typename PauseNs>
+bool wait_until(Done done, PauseNs pause_ns) {
+    return wait_until(done, pause_ns, 0, [](int64_t) { return false; });
+}
+
+// Whether more threads are runnable than the machine has CPUs. Then a thread of ours that
+// idles by yielding takes time from one that has work: sched_yield does not hand the core to a
+// runnable thread the scheduler deems to have had more than its share, such as OpenBLAS's
+// worker spinning beside us after a NumPy call; see docs/DESIGN.md, "Waiting".
+bool machine_crowded() {
+    static const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus > 0 && runnable_threads() > cpus;
+}
+
+// An idle worker's watch on machine_crowded: every kCrowdCheckNs, and crowded only when
+// kCrowdChecks checks in a row say so (a kernel thread's microseconds are not a neighbour).
+constexpr int64_t kCrowdCheckNs = 20'000;
+constexpr int kCrowdChecks = 3;
+struct CrowdWatch {
+    int64_t next = 0;
+    int seen = 0;
+    bool operator()(int64_t now) {
+        if (now < next) return false;
+        next = now + kCrowdCheckNs;
+        seen = machine_crowded() ? seen + 1 : 0;
+        return seen >= kCrowdChecks;
+    }
+};
 
 // One team at a time: the caller is thread 0, workers 1..size-1.
 struct Team {
@@ -283,7 +318,7 @@ class Pool {
         uint64_t last = 0;  // the last job seen
         for (;;) {
             auto ready = [&] { return slot.state.load(std::memory_order_acquire) >> 2 != last; };
-            if (!wait_until(ready, [] { return kYieldAfterNs; }, now_ns() + kIdleYieldNs)) {
+            if (!wait_until(ready, [] { return kYieldAfterNs; }, now_ns() + kIdleYieldNs, CrowdWatch{})) {
                 std::unique_lock<std::mutex> lock(sleep_mu_);
                 const uint64_t pokes = pokes_.load(std::memory_order_relaxed);
                 wake_.wait(lock, [&] { return ready() || pokes_.load(std::memory_order_relaxed) != pokes; });
@@ -364,6 +399,28 @@ double threads_by_work(int64_t m, int64_t n, int64_t k, int64_t min_work_per_thr
     return std::min(work / double(min_work_per_thread), double(m) * double(n) / double(kMinAreaPerThread));
 }
 }  // namespace
+
+int runnable_threads() {
+#if defined(__linux__)
+    static const int fd = ::open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char text[128];
+    const ssize_t got = pread(fd, text, sizeof text - 1, 0);
+    if (got <= 0) return -1;
+    text[got] = '\0';
+    // "0.52 0.58 0.59 3/120 4567": the fourth field's first number.
+    const char* p = text;
+    for (int field = 0; field < 3 && *p; ++field) {
+        while (*p && *p != ' ') ++p;
+        while (*p == ' ') ++p;
+    }
+    char* end = nullptr;
+    const long n = std::strtol(p, &end, 10);
+    return end != p && *end == '/' ? int(n) : -1;
+#else
+    return -1;
+#endif
+}
 
 int threads_for(int64_t m, int64_t n, int64_t k, int64_t min_work_per_thread) {
     if (t_team != nullptr) return 1;
@@ -469,7 +526,7 @@ const char* thread_pool_policy() {
         "fastgemm's own pool: a thread waiting for a running teammate on another CPU spins up to " +
         std::to_string(kRunningTeammateNs / 1'000'000) + " ms, else yields after " +
         std::to_string(kYieldAfterNs / 1'000) + " us; idle workers yield, then sleep after " +
-        std::to_string(kIdleYieldNs / 1'000'000) + " ms";
+        std::to_string(kIdleYieldNs / 1'000'000) + " ms, or sooner while more threads are runnable than CPUs";
     return policy.c_str();
 }
 

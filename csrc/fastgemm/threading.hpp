@@ -74,6 +74,10 @@ void parallel_ranges(int threads, int64_t len, int64_t grain, FunctionRef<void(i
 // free. The first exception thrown stops the remaining calls and is rethrown here.
 void dynamic_chunks(int threads, int64_t count, FunctionRef<void(int64_t)> body);
 
+// Threads runnable on the whole machine now, this one included (Linux: /proc/loadavg), or -1
+// where the system does not say. Idle workers sleep while it exceeds the CPUs.
+int runnable_threads();
+
 // How the threads wait, for `fastgemm info`: docs/DESIGN.md, "Waiting".
 const char* thread_pool_policy();
 

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cfenv>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -760,6 +761,26 @@ void kernel_lookup_and_threads() {
         });
     for (auto& t : callers) t.join();
     report(together, "parallel_ranges from three threads at once");
+    // runnable_threads (what idle workers check before they yield) sees threads of ours that
+    // spin; systems without /proc/loadavg say -1 and idle workers never count.
+    if (fastgemm::runnable_threads() >= 0) {
+        const int spinners = 3;
+        std::atomic<bool> stop{false};
+        std::vector<std::thread> spin;
+        for (int t = 0; t < spinners; ++t)
+            spin.emplace_back([&] {
+                while (!stop.load(std::memory_order_relaxed)) {
+                }
+            });
+        int most = 0;
+        for (int poll = 0; poll < 500 && most < spinners; ++poll) {
+            most = std::max(most, fastgemm::runnable_threads());
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        stop = true;
+        for (auto& t : spin) t.join();
+        report(most >= spinners, "runnable_threads counts three spinning threads");
+    }
     std::atomic<int> nested_teams{0};
     fastgemm::run_team(2, [&](int, int) { fastgemm::run_team(2, [&](int, int team) { nested_teams += team; }); });
     report(nested_teams == 2, "a team started inside a team runs on its caller alone");
