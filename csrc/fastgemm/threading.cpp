@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -92,6 +93,9 @@ constexpr int64_t kIdleYieldNs = 20'000'000;
 std::atomic<int64_t> g_workers_active{0};
 std::atomic<int64_t> g_sleeper_start_ns{0};
 
+// Idle workers awake (yielding, so counted by runnable_threads).
+std::atomic<int> g_idle_awake{0};
+
 bool workers_asleep(int64_t now) { return now - g_workers_active.load(std::memory_order_relaxed) > kIdleYieldNs; }
 
 // A forked child starts on one thread (a process pool's children would otherwise oversubscribe
@@ -148,8 +152,13 @@ bool wait_until(Done done, PauseNs pause_ns) {
 // idles by yielding takes time from one that has work: sched_yield does not hand the core to a
 // runnable thread the scheduler deems to have had more than its share, such as OpenBLAS's
 // worker spinning beside us after a NumPy call; see docs/DESIGN.md, "Waiting".
+int online_cpus() {
+    static const int cpus = int(sysconf(_SC_NPROCESSORS_ONLN));
+    return cpus;
+}
+
 bool machine_crowded() {
-    static const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    const int cpus = online_cpus();
     return cpus > 0 && runnable_threads() > cpus;
 }
 
@@ -318,7 +327,10 @@ class Pool {
         uint64_t last = 0;  // the last job seen
         for (;;) {
             auto ready = [&] { return slot.state.load(std::memory_order_acquire) >> 2 != last; };
-            if (!wait_until(ready, [] { return kYieldAfterNs; }, now_ns() + kIdleYieldNs, CrowdWatch{})) {
+            g_idle_awake.fetch_add(1, std::memory_order_relaxed);
+            const bool woken = wait_until(ready, [] { return kYieldAfterNs; }, now_ns() + kIdleYieldNs, CrowdWatch{});
+            g_idle_awake.fetch_sub(1, std::memory_order_relaxed);
+            if (!woken) {
                 std::unique_lock<std::mutex> lock(sleep_mu_);
                 const uint64_t pokes = pokes_.load(std::memory_order_relaxed);
                 wake_.wait(lock, [&] { return ready() || pokes_.load(std::memory_order_relaxed) != pokes; });
@@ -422,6 +434,32 @@ int runnable_threads() {
 #endif
 }
 
+namespace {
+// A product of at most kCrowdedMaxWork multiply-adds (1.3 ms at kNsPerMultiplyAdd) takes no
+// more workers than there are CPUs with nothing else to run: a worker that shares a CPU with
+// another runnable thread (another library's spinning pool, another process) is now and then
+// preempted for a scheduler slice, which its team then waits for, several times such a
+// product's time. Larger ones gain from the share of a CPU they get; see docs/DESIGN.md,
+// "Waiting".
+constexpr double kCrowdedMaxWork = double(int64_t(1) << 26);
+// CPUs with no runnable thread but our idle workers, the caller's not counted (plenty when
+// the system does not say); read at most every kFreeCpusCheckNs.
+constexpr int64_t kFreeCpusCheckNs = 200'000;
+std::atomic<int64_t> g_free_cpus_checked{0};
+std::atomic<int> g_free_cpus{0};
+int free_cpus(int64_t now) {
+    if (now - g_free_cpus_checked.load(std::memory_order_relaxed) < kFreeCpusCheckNs)
+        return g_free_cpus.load(std::memory_order_relaxed);
+    const int cpus = online_cpus();
+    const int running = runnable_threads();
+    const int free = running < 0 || cpus <= 0 ? std::numeric_limits<int>::max() / 2
+                                              : cpus - (running - g_idle_awake.load(std::memory_order_relaxed));
+    g_free_cpus.store(free, std::memory_order_relaxed);
+    g_free_cpus_checked.store(now, std::memory_order_relaxed);
+    return free;
+}
+}  // namespace
+
 int threads_for(int64_t m, int64_t n, int64_t k, int64_t min_work_per_thread) {
     if (t_team != nullptr) return 1;
     const int cap = max_threads();
@@ -439,7 +477,9 @@ int threads_for(int64_t m, int64_t n, int64_t k, int64_t min_work_per_thread) {
         work * kNsPerMultiplyAdd < 2.0 * double(g_late_ns.load(std::memory_order_relaxed)) &&
         now < g_solo_until.load(std::memory_order_relaxed))
         return 1;
-    return by_work >= cap ? cap : int(by_work);
+    const int threads = by_work >= cap ? cap : int(by_work);
+    if (work > kCrowdedMaxWork) return threads;
+    return std::max(1, std::min(threads, 1 + free_cpus(now)));
 }
 
 bool may_run_threaded(int64_t m, int64_t n, int64_t k) {

@@ -777,9 +777,30 @@ void kernel_lookup_and_threads() {
             most = std::max(most, fastgemm::runnable_threads());
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
+        report(most >= spinners, "runnable_threads counts three spinning threads");
         stop = true;
         for (auto& t : spin) t.join();
-        report(most >= spinners, "runnable_threads counts three spinning threads");
+    }
+    // With a spinning thread on every CPU a product under 2^26 multiply-adds takes no worker,
+    // a larger one still does.
+    if (fastgemm::runnable_threads() >= 0) {
+        const int cpus = int(std::thread::hardware_concurrency());
+        std::atomic<bool> stop{false};
+        std::vector<std::thread> spin;
+        for (int t = 0; t < cpus; ++t)
+            spin.emplace_back([&] {
+                while (!stop.load(std::memory_order_relaxed)) {
+                }
+            });
+        bool solo = false;
+        for (int poll = 0; poll < 500 && !solo; ++poll) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            solo = fastgemm::threads_for(256, 256, 256) == 1;
+        }
+        const int large = fastgemm::threads_for(4096, 4096, 4096);
+        stop = true;
+        for (auto& t : spin) t.join();
+        report(solo && large == 2, "threads_for: no worker for a 2^24 product while every CPU has a spinning thread");
     }
     std::atomic<int> nested_teams{0};
     fastgemm::run_team(2, [&](int, int) { fastgemm::run_team(2, [&](int, int team) { nested_teams += team; }); });
