@@ -106,6 +106,7 @@ void after_fork_in_child() {
     g_max_threads.store(1, std::memory_order_relaxed);
     g_forked.store(true, std::memory_order_relaxed);
     g_sleeper_start_ns.store(0, std::memory_order_relaxed);
+    g_idle_awake.store(0, std::memory_order_relaxed);
     g_solo_until.store(0, std::memory_order_relaxed);
     g_late_ns.store(0, std::memory_order_relaxed);
     g_streak_start.store(0, std::memory_order_relaxed);
