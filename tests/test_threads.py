@@ -122,7 +122,9 @@ def test_shapes_start_a_team_and_small_products_do_not():
     """
     cases = [(s, True) for s in THREADED_SHAPES] + [((64, 64, 64), False), ((14, 32, 100_000), False)]
     for shape, team in cases:
-        r = run_python(code.replace("SHAPE", repr(shape)))
+        # NumPy's BLAS workers spin for ~0.1 s after they start; a product up to 2^26
+        # multiply-adds then finds no CPU free and keeps to one thread.
+        r = run_python(code.replace("SHAPE", repr(shape)), env={"OPENBLAS_NUM_THREADS": "1"})
         assert r.returncode == 0, r.stderr
         started = int(r.stdout.split()[-1])
         assert (started > 0) == team, f"{shape}: {started} new threads, expected a team: {team}"
@@ -150,21 +152,24 @@ def test_concurrent_calls_from_python_threads():
         assert all(pool.map(work, range(6 * len(cases))))
 
 
+# 512^3: past 2^26 multiply-adds a product takes its workers whatever else is runnable (NumPy's
+# BLAS workers spinning after they start, the parent's idle worker seen from the child).
 _FORK_CODE = """
     import os, numpy as np, fastgemm
     fastgemm.set_num_threads(2)
-    a = np.ones((400, 400), np.float32)
-    assert fastgemm.sgemm(a, a)[0, 0] == 400  # starts the worker pool
+    a = np.ones((512, 512), np.float32)
+    before = len(os.listdir("/proc/self/task"))
+    assert fastgemm.sgemm(a, a)[0, 0] == 512 and len(os.listdir("/proc/self/task")) > before  # the pool
     pid = os.fork()
     if pid == 0:  # the parent's workers are gone: one thread, then a pool of the child's own
-        ok = fastgemm.get_num_threads() == 1 and fastgemm.sgemm(a, a)[3, 5] == 400
+        ok = fastgemm.get_num_threads() == 1 and fastgemm.sgemm(a, a)[3, 5] == 512
         fastgemm.set_num_threads(2)
         before = len(os.listdir("/proc/self/task"))
-        ok = ok and fastgemm.sgemm(a, a)[7, 9] == 400 and len(os.listdir("/proc/self/task")) > before
+        ok = ok and fastgemm.sgemm(a, a)[7, 9] == 512 and len(os.listdir("/proc/self/task")) > before
         os._exit(0 if ok else 3)
     _, status = os.waitpid(pid, 0)
     print("child", os.waitstatus_to_exitcode(status))
-    print("parent", fastgemm.get_num_threads(), fastgemm.sgemm(a, a)[1, 1] == 400)
+    print("parent", fastgemm.get_num_threads(), fastgemm.sgemm(a, a)[1, 1] == 512)
 """
 
 

@@ -274,7 +274,7 @@ void five_loops(const P& p, const Blocking& bs, int threads, int64_t m, int64_t 
         }
     };
 
-    run_team(threads, work);
+    run_team(threads, work, double(m) * double(n) * double(k));
 }
 
 // Product P (FloatProduct, Int8Product) with B's panels read from `store`, packed beforehand

@@ -436,25 +436,31 @@ int runnable_threads() {
 }
 
 namespace {
-// A product of at most kCrowdedMaxWork multiply-adds (1.3 ms at kNsPerMultiplyAdd) takes no
-// more workers than there are CPUs with nothing else to run: a worker that shares a CPU with
-// another runnable thread (another library's spinning pool, another process) is now and then
-// preempted for a scheduler slice, which its team then waits for, several times such a
-// product's time. Larger ones gain from the share of a CPU they get; see docs/DESIGN.md,
-// "Waiting".
+// A team with barriers for at most kCrowdedMaxWork multiply-adds (1.3 ms at kNsPerMultiplyAdd)
+// takes no more workers than there are CPUs with nothing else to run: a worker that shares a
+// CPU with another runnable thread (another library's spinning pool, another process) is now
+// and then preempted for a scheduler slice, which the others then wait for at the barrier,
+// several times such a product's time. Larger ones gain from the share of a CPU they get, and
+// elastic teams skip a worker that has not started (128^3 float32 on the small kernels ran at
+// 2-thread speed beside OpenBLAS's spinning worker); see docs/DESIGN.md, "Waiting".
 constexpr double kCrowdedMaxWork = double(int64_t(1) << 26);
 // CPUs with no runnable thread but our idle workers, the caller's not counted (plenty when
-// the system does not say); read at most every kFreeCpusCheckNs.
+// the system does not say): read at most every kFreeCpusCheckNs, and the more of the last two
+// reads, so that a thread runnable for a moment (a kernel thread: 0.5% of reads on an idle
+// 2-vCPU machine, some for milliseconds) does not keep a product to one thread, while a
+// neighbour's pool spinning for 0.1 s does.
 constexpr int64_t kFreeCpusCheckNs = 200'000;
+constexpr int kPlentyOfCpus = std::numeric_limits<int>::max() / 2;
 std::atomic<int64_t> g_free_cpus_checked{0};
-std::atomic<int> g_free_cpus{0};
+std::atomic<int> g_free_cpus{kPlentyOfCpus}, g_free_cpus_read{kPlentyOfCpus};
 int free_cpus(int64_t now) {
     if (now - g_free_cpus_checked.load(std::memory_order_relaxed) < kFreeCpusCheckNs)
         return g_free_cpus.load(std::memory_order_relaxed);
     const int cpus = online_cpus();
     const int running = runnable_threads();
-    const int free = running < 0 || cpus <= 0 ? std::numeric_limits<int>::max() / 2
-                                              : cpus - (running - g_idle_awake.load(std::memory_order_relaxed));
+    const int read =
+        running < 0 || cpus <= 0 ? kPlentyOfCpus : cpus - (running - g_idle_awake.load(std::memory_order_relaxed));
+    const int free = std::max(read, g_free_cpus_read.exchange(read, std::memory_order_relaxed));
     g_free_cpus.store(free, std::memory_order_relaxed);
     g_free_cpus_checked.store(now, std::memory_order_relaxed);
     return free;
@@ -478,9 +484,7 @@ int threads_for(int64_t m, int64_t n, int64_t k, int64_t min_work_per_thread) {
         work * kNsPerMultiplyAdd < 2.0 * double(g_late_ns.load(std::memory_order_relaxed)) &&
         now < g_solo_until.load(std::memory_order_relaxed))
         return 1;
-    const int threads = by_work >= cap ? cap : int(by_work);
-    if (work > kCrowdedMaxWork) return threads;
-    return std::max(1, std::min(threads, 1 + free_cpus(now)));
+    return by_work >= cap ? cap : int(by_work);
 }
 
 bool may_run_threaded(int64_t m, int64_t n, int64_t k) {
@@ -496,7 +500,10 @@ void run_on(int threads, FunctionRef<void(int, int)> fn, bool elastic) {
 }
 }  // namespace
 
-void run_team(int threads, FunctionRef<void(int, int)> fn) { run_on(threads, fn, false); }
+void run_team(int threads, FunctionRef<void(int, int)> fn, double work) {
+    if (threads > 1 && work <= kCrowdedMaxWork) threads = std::max(1, std::min(threads, 1 + free_cpus(now_ns())));
+    run_on(threads, fn, false);
+}
 
 void team_barrier() {
     Team* team = t_team;

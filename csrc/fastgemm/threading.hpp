@@ -57,9 +57,10 @@ int threads_for(int64_t m, int64_t n, int64_t k, int64_t min_work_per_thread = k
 bool may_run_threaded(int64_t m, int64_t n, int64_t k);
 
 // fn(tid, team) on a team of `threads` (fn(0, 1) on the caller, no team, when threads == 1).
-// The team may be smaller than asked (the pool busy with another caller's team, or the
-// system out of threads): `team` is what it got. fn must not throw.
-void run_team(int threads, FunctionRef<void(int, int)> fn);
+// The team may be smaller than asked (the pool busy with another caller's team, the system out
+// of threads, or for `work` of at most 2^26 multiply-adds no CPU free for a worker: other
+// threads runnable on all but the caller's): `team` is what it got. fn must not throw.
+void run_team(int threads, FunctionRef<void(int, int)> fn, double work);
 // Waits for every thread of the team run_team started; call only from its fn.
 void team_barrier();
 // body(tid, lo, hi) over [0, len) cut into `pieces_per_thread` x threads contiguous ranges whose

@@ -781,8 +781,8 @@ void kernel_lookup_and_threads() {
         stop = true;
         for (auto& t : spin) t.join();
     }
-    // With a spinning thread on every CPU a product under 2^26 multiply-adds takes no worker,
-    // a larger one still does.
+    // With a spinning thread on every CPU a team with barriers for under 2^26 multiply-adds
+    // takes no worker, a larger one still does.
     if (fastgemm::runnable_threads() >= 0) {
         const int cpus = int(std::thread::hardware_concurrency());
         std::atomic<bool> stop{false};
@@ -792,31 +792,41 @@ void kernel_lookup_and_threads() {
                 while (!stop.load(std::memory_order_relaxed)) {
                 }
             });
+        auto team_of = [](double work) {
+            int got = 0;
+            fastgemm::run_team(2, [&](int tid, int team) { got = tid == 0 ? team : got; }, work);
+            return got;
+        };
         bool solo = false;
         for (int poll = 0; poll < 500 && !solo; ++poll) {
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
-            solo = fastgemm::threads_for(256, 256, 256) == 1;
+            solo = team_of(double(1 << 24)) == 1;
         }
-        const int large = fastgemm::threads_for(4096, 4096, 4096);
+        const int large = team_of(double(int64_t(1) << 30));
         stop = true;
         for (auto& t : spin) t.join();
-        report(solo && large == 2, "threads_for: no worker for a 2^24 product while every CPU has a spinning thread");
+        report(solo && large == 2, "run_team: no worker for 2^24 multiply-adds while every CPU has a spinning thread");
     }
     std::atomic<int> nested_teams{0};
-    fastgemm::run_team(2, [&](int, int) { fastgemm::run_team(2, [&](int, int team) { nested_teams += team; }); });
+    constexpr double kLarge = 1e18;  // work past every bound: the team as asked
+    fastgemm::run_team(
+        2, [&](int, int) { fastgemm::run_team(2, [&](int, int team) { nested_teams += team; }, kLarge); }, kLarge);
     report(nested_teams == 2, "a team started inside a team runs on its caller alone");
     // team_barrier: every thread sees every other's write from before the barrier.
     for (int threads : {2, 3, 4}) {
         std::vector<std::atomic<int>> seen(static_cast<size_t>(threads));
         std::atomic<bool> ordered{true};
-        fastgemm::run_team(threads, [&](int tid, int team) {
-            for (int round = 1; round <= 20; ++round) {
-                seen[size_t(tid)] = round;
-                fastgemm::team_barrier();
-                for (int j = 0; j < team; ++j) ordered = ordered && seen[size_t(j)] >= round;
-                fastgemm::team_barrier();
-            }
-        });
+        fastgemm::run_team(
+            threads,
+            [&](int tid, int team) {
+                for (int round = 1; round <= 20; ++round) {
+                    seen[size_t(tid)] = round;
+                    fastgemm::team_barrier();
+                    for (int j = 0; j < team; ++j) ordered = ordered && seen[size_t(j)] >= round;
+                    fastgemm::team_barrier();
+                }
+            },
+            kLarge);
         report(ordered, "team_barrier orders a team of " + std::to_string(threads));
     }
     expect_throw<std::runtime_error>("dynamic_chunks rethrows", [] {
