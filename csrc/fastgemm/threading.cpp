@@ -149,15 +149,15 @@ bool wait_until(Done done, PauseNs pause_ns) {
     return wait_until(done, pause_ns, 0, [](int64_t) { return false; });
 }
 
-// Whether more threads are runnable than the machine has CPUs. Then a thread of ours that
-// idles by yielding takes time from one that has work: sched_yield does not hand the core to a
-// runnable thread the scheduler deems to have had more than its share, such as OpenBLAS's
-// worker spinning beside us after a NumPy call; see docs/DESIGN.md, "Waiting".
 int online_cpus() {
     static const int cpus = int(sysconf(_SC_NPROCESSORS_ONLN));
     return cpus;
 }
 
+// Whether more threads are runnable than the machine has CPUs. Then a thread of ours that
+// idles by yielding takes time from one that has work: sched_yield does not hand the core to a
+// runnable thread the scheduler deems to have had more than its share, such as OpenBLAS's
+// worker spinning beside us after a NumPy call; see docs/DESIGN.md, "Waiting".
 bool machine_crowded() {
     const int cpus = online_cpus();
     return cpus > 0 && runnable_threads() > cpus;

@@ -762,9 +762,11 @@ void kernel_lookup_and_threads() {
     for (auto& t : callers) t.join();
     report(together, "parallel_ranges from three threads at once");
     // runnable_threads (what idle workers check before they yield) sees threads of ours that
-    // spin; systems without /proc/loadavg say -1 and idle workers never count.
+    // spin, and with one spinning on every CPU a team with barriers for under 2^26
+    // multiply-adds takes no worker, a larger one still does. Systems without /proc/loadavg say
+    // -1: idle workers never count there and teams keep their threads.
     if (fastgemm::runnable_threads() >= 0) {
-        const int spinners = 3;
+        const int spinners = std::max(3, int(std::thread::hardware_concurrency()));
         std::atomic<bool> stop{false};
         std::vector<std::thread> spin;
         for (int t = 0; t < spinners; ++t)
@@ -773,28 +775,18 @@ void kernel_lookup_and_threads() {
                 }
             });
         int most = 0;
-        for (int poll = 0; poll < 500 && most < spinners; ++poll) {
+        for (int poll = 0; poll < 500 && most < 3; ++poll) {
             most = std::max(most, fastgemm::runnable_threads());
             std::this_thread::sleep_for(std::chrono::milliseconds(1));
         }
-        report(most >= spinners, "runnable_threads counts three spinning threads");
-        stop = true;
-        for (auto& t : spin) t.join();
-    }
-    // With a spinning thread on every CPU a team with barriers for under 2^26 multiply-adds
-    // takes no worker, a larger one still does.
-    if (fastgemm::runnable_threads() >= 0) {
-        const int cpus = int(std::thread::hardware_concurrency());
-        std::atomic<bool> stop{false};
-        std::vector<std::thread> spin;
-        for (int t = 0; t < cpus; ++t)
-            spin.emplace_back([&] {
-                while (!stop.load(std::memory_order_relaxed)) {
-                }
-            });
         auto team_of = [](double work) {
             int got = 0;
-            fastgemm::run_team(2, [&](int tid, int team) { got = tid == 0 ? team : got; }, work);
+            fastgemm::run_team(
+                2,
+                [&](int tid, int team) {
+                    if (tid == 0) got = team;
+                },
+                work);
             return got;
         };
         bool solo = false;
@@ -805,6 +797,7 @@ void kernel_lookup_and_threads() {
         const int large = team_of(double(int64_t(1) << 30));
         stop = true;
         for (auto& t : spin) t.join();
+        report(most >= 3, "runnable_threads counts three spinning threads");
         report(solo && large == 2, "run_team: no worker for 2^24 multiply-adds while every CPU has a spinning thread");
     }
     std::atomic<int> nested_teams{0};
