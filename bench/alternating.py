@@ -56,7 +56,7 @@ def main() -> None:
             tn, tf = [], []
             for _ in range(args.samples):
                 for lib, times in ((np.matmul, tn), (fg.matmul, tf)):
-                    if pause:  # not even sleep(0): a system call the other library's threads would not see
+                    if pause:  # not even sleep(0) otherwise: that system call hid NumPy's stalls (session 35)
                         time.sleep(pause)
                     t0 = time.perf_counter()
                     lib(a, b, out=c)

@@ -122,7 +122,7 @@ def test_shapes_start_a_team_and_small_products_do_not():
     """
     cases = [(s, True) for s in THREADED_SHAPES] + [((64, 64, 64), False), ((14, 32, 100_000), False)]
     for shape, team in cases:
-        # NumPy's BLAS workers spin for ~0.1 s after they start; a product up to 2^26
+        # NumPy's BLAS workers spin for ~0.1 s after they start; a packed product up to 2^26
         # multiply-adds then finds no CPU free and keeps to one thread.
         r = run_python(code.replace("SHAPE", repr(shape)), env={"OPENBLAS_NUM_THREADS": "1"})
         assert r.returncode == 0, r.stderr
