@@ -163,20 +163,24 @@ bool machine_crowded() {
     return cpus > 0 && runnable_threads() > cpus;
 }
 
-// An idle worker's watch on machine_crowded: every kCrowdCheckNs, and crowded only when
-// kCrowdChecks checks in a row say so (a kernel thread's microseconds are not a neighbour).
+// The idle workers' watch on machine_crowded, shared: one check every kCrowdCheckNs by
+// whichever worker comes first (a check sums every CPU's run queue; each of a large machine's
+// idle workers checking would cost its kernel more than they save), and crowded once
+// kCrowdChecks checks in a row said so (a kernel thread's microseconds are not a neighbour). A
+// run of checks more than two periods apart starts afresh.
 constexpr int64_t kCrowdCheckNs = 20'000;
 constexpr int kCrowdChecks = 3;
-struct CrowdWatch {
-    int64_t next = 0;
-    int seen = 0;
-    bool operator()(int64_t now) {
-        if (now < next) return false;
-        next = now + kCrowdCheckNs;
-        seen = machine_crowded() ? seen + 1 : 0;
-        return seen >= kCrowdChecks;
+std::atomic<int64_t> g_crowd_checked{0};
+std::atomic<int> g_crowd_seen{0};
+bool idle_worker_should_sleep(int64_t now) {
+    int64_t last = g_crowd_checked.load(std::memory_order_relaxed);
+    if (now - last >= kCrowdCheckNs && g_crowd_checked.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+        const int run = now - last <= 2 * kCrowdCheckNs ? g_crowd_seen.load(std::memory_order_relaxed) : 0;
+        g_crowd_seen.store(machine_crowded() ? run + 1 : 0, std::memory_order_relaxed);
+        last = now;
     }
-};
+    return now - last <= 2 * kCrowdCheckNs && g_crowd_seen.load(std::memory_order_relaxed) >= kCrowdChecks;
+}
 
 // One team at a time: the caller is thread 0, workers 1..size-1.
 struct Team {
@@ -329,7 +333,8 @@ class Pool {
         for (;;) {
             auto ready = [&] { return slot.state.load(std::memory_order_acquire) >> 2 != last; };
             g_idle_awake.fetch_add(1, std::memory_order_relaxed);
-            const bool woken = wait_until(ready, [] { return kYieldAfterNs; }, now_ns() + kIdleYieldNs, CrowdWatch{});
+            const bool woken =
+                wait_until(ready, [] { return kYieldAfterNs; }, now_ns() + kIdleYieldNs, idle_worker_should_sleep);
             g_idle_awake.fetch_sub(1, std::memory_order_relaxed);
             if (!woken) {
                 std::unique_lock<std::mutex> lock(sleep_mu_);
