@@ -149,19 +149,20 @@ bool wait_until(Done done, PauseNs pause_ns) {
     return wait_until(done, pause_ns, 0, [](int64_t) { return false; });
 }
 
-int online_cpus() {
+// The machine's CPUs less its runnable threads, this one included (negative: threads wait for
+// a CPU); plenty where the system does not say.
+constexpr int kPlentyOfCpus = std::numeric_limits<int>::max() / 2;
+int unclaimed_cpus() {
     static const int cpus = int(sysconf(_SC_NPROCESSORS_ONLN));
-    return cpus;
+    const int running = runnable_threads();
+    return running < 0 || cpus <= 0 ? kPlentyOfCpus : cpus - running;
 }
 
 // Whether more threads are runnable than the machine has CPUs. Then a thread of ours that
 // idles by yielding takes time from one that has work: sched_yield does not hand the core to a
 // runnable thread the scheduler deems to have had more than its share, such as OpenBLAS's
 // worker spinning beside us after a NumPy call; see docs/DESIGN.md, "Waiting".
-bool machine_crowded() {
-    const int cpus = online_cpus();
-    return cpus > 0 && runnable_threads() > cpus;
-}
+bool machine_crowded() { return unclaimed_cpus() < 0; }
 
 // The idle workers' watch on machine_crowded, shared: one check every kCrowdCheckNs by
 // whichever worker comes first (a check sums every CPU's run queue; each of a large machine's
@@ -455,16 +456,12 @@ constexpr double kCrowdedMaxWork = double(int64_t(1) << 26);
 // 2-vCPU machine, some for milliseconds) does not keep a product to one thread, while a
 // neighbour's pool spinning for 0.1 s does.
 constexpr int64_t kFreeCpusCheckNs = 200'000;
-constexpr int kPlentyOfCpus = std::numeric_limits<int>::max() / 2;
 std::atomic<int64_t> g_free_cpus_checked{0};
 std::atomic<int> g_free_cpus{kPlentyOfCpus}, g_free_cpus_read{kPlentyOfCpus};
 int free_cpus(int64_t now) {
     if (now - g_free_cpus_checked.load(std::memory_order_relaxed) < kFreeCpusCheckNs)
         return g_free_cpus.load(std::memory_order_relaxed);
-    const int cpus = online_cpus();
-    const int running = runnable_threads();
-    const int read =
-        running < 0 || cpus <= 0 ? kPlentyOfCpus : cpus - (running - g_idle_awake.load(std::memory_order_relaxed));
+    const int read = unclaimed_cpus() + g_idle_awake.load(std::memory_order_relaxed);
     const int free = std::max(read, g_free_cpus_read.exchange(read, std::memory_order_relaxed));
     g_free_cpus.store(free, std::memory_order_relaxed);
     g_free_cpus_checked.store(now, std::memory_order_relaxed);
