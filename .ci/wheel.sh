@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# What a user installs: sdist -> wheel built from that sdist (so the sdist is proven complete)
-# -> auditwheel repair (manylinux tag; no OpenMP runtime to vendor) -> a fresh venv outside the source
-# tree -> a consumer project that depends on fastgemm checks a product against NumPy.
+# What a user installs: sdist (checked to hold every file git tracks, so a wheel built from it is
+# the wheel built here from the tree) -> wheel -> auditwheel repair (manylinux tag; no OpenMP
+# runtime to vendor) -> a fresh venv outside the source tree -> a consumer project that depends
+# on fastgemm checks a product against NumPy.
 #
 # Standalone: bash .ci/wheel.sh. Leaves in $FASTGEMM_CI_WORK (default /tmp/fastgemm-ci):
 #   wheelhouse/*.whl    the repaired wheel          build-wheel/   the CMake build dir (objects, and
@@ -22,17 +23,19 @@ T="$WORK/venv-tools/bin"
 echo "== sdist"
 "$T/python" -m build --sdist -o "$WORK/dist" "$SRC"
 SDIST=$(ls "$WORK"/dist/fastgemm-*.tar.gz)
-# (Listings go through a variable: grep -q closing the pipe early would trip pipefail.)
-LISTING=$(tar -tzf "$SDIST")
-for f in csrc/fastgemm/kernels/neon.cpp csrc/tests/test_core.cpp cmake/aarch64-linux-gnu.cmake LICENSE CHANGELOG.md; do
-  grep -qx "fastgemm-[^/]*/$f" <<<"$LISTING" || { echo "sdist lacks $f"; exit 1; }
-done
+# (Listings go through variables: grep -q closing the pipe early would trip pipefail.)
+TRACKED=$(git -C "$SRC" ls-files | sort) || { echo "the sdist check needs the git checkout"; exit 1; }
+LISTING=$(tar -tzf "$SDIST" | sed 's|^[^/]*/||' | grep -v '/$' | sort)
+MISSING=$(comm -23 <(echo "$TRACKED") <(echo "$LISTING"))
+[ -z "$MISSING" ] || { echo "sdist lacks:"; echo "$MISSING"; exit 1; }
+echo "sdist holds all $(echo "$TRACKED" | wc -l) tracked files"
 
-echo "== wheel (built from the sdist, with build isolation as pip does for users)"
-# The build dir is kept so .ci/isa_check.sh can inspect these very objects and
-# .ci/x86_dispatch.sh can run the C++ driver linked from them (one build of the core, not two).
+echo "== wheel (from the tree, with build isolation as pip does for users)"
+# The build dir is kept so .ci/isa_check.sh can inspect these very objects,
+# .ci/x86_dispatch.sh can run the C++ driver linked from them, and .ci/run's install of the
+# README's command reuses them (one build of the core, not three).
 nice -n 19 "$T/pip" wheel -q --no-deps -w "$WORK/dist" -Cbuild-dir="$WORK/build-wheel" \
-  -Ccmake.define.FASTGEMM_TESTS=ON "$SDIST"
+  -Ccmake.define.FASTGEMM_TESTS=ON "$SRC"
 [ -x "$WORK/build-wheel/fastgemm_test_core" ] || { echo "the wheel build made no C++ test driver"; exit 1; }
 WHEEL=$(ls "$WORK"/dist/fastgemm-*.whl)
 "$T/auditwheel" show "$WHEEL"
