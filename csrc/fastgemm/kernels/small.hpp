@@ -105,14 +105,17 @@ template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD>
         next->take(k, ahead, ahead_end);
         per = next->per;
     }
-    auto load = [&](const T* p, int j) {
+    // Both always inlined: GCC left `step` out of line in some row groups of the larger panel
+    // functions, the accumulators then going through memory each k step (float64 2- and 3-row
+    // groups one vector wide ran 4-5x slower per k step than 1 or 4 rows).
+    auto load = [&](const T* p, int j) __attribute__((always_inline)) {
         return FULL || j + 1 < NV ? V::loadu(p + j * W) : V::maskz_loadu(last, p + j * W);
     };
 #pragma GCC unroll 8
     for (int r = 0; r < RG; ++r)
 #pragma GCC unroll 4
         for (int j = 0; j < NV; ++j) acc[r][j] = sums.from ? V::loadu(sums.from + r * sums.rs + j * W) : V::zero();
-    auto step = [&](int64_t p) {
+    auto step = [&](int64_t p) __attribute__((always_inline)) {
         const T* bp = b + p * rsb;
         if constexpr (AHEAD)
             for (int l = 0; l < per && ahead < ahead_end; ++l, ahead += 64) __builtin_prefetch(ahead, 0, 2);
@@ -220,9 +223,9 @@ template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false>
 }
 
 // One panel of C, NV vectors (n <= NV * W columns) wide, all m rows: groups of 8 rows when one
-// vector wide, 6 when two (4 rows held 4 or 8 accumulators, too few chains for the FMA's
-// latency on two pipes; a last 7 or 8 rows go as 4 + 3 or 4 + 4, not with a 1- or 2-row group),
-// else 4; then the 1-3 left over.
+// vector wide (a last 5-11 rows in groups of 4-7), 6 when two (4 rows held 4 or 8 accumulators,
+// too few chains for the FMA's latency on two pipes; a last 7 or 8 rows go as 4 + 3 or 4 + 4,
+// not with a 1- or 2-row group), else 4; then the 1-3 left over.
 template <typename V, int NV, int K, bool FULL>
 inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                         const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
@@ -239,8 +242,21 @@ inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typenam
             small_rows<V, RG, NV, K, FULL>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, last, pfi,
                                            sums.at(i, 0));
     };
-    if constexpr (NV == 1)
-        for (; i + 8 <= m; i += 8) rows(std::integral_constant<int, 8>{}, 0);
+    if constexpr (NV == 1) {
+        for (; m - i >= 12 || m - i == 8; i += 8) rows(std::integral_constant<int, 8>{}, 0);
+        // 5-11 rows left: in groups of 4-7, not with a group of 1-3 rows, whose one to three FMA
+        // chains wait on the FMA's latency each k step as long as 4 chains take.
+        if (m - i > 8) {
+            rows(std::integral_constant<int, 4>{}, 0);
+            i += 4;
+        }
+        switch (m - i) {
+            case 5: return rows(std::integral_constant<int, 5>{}, 0);
+            case 6: return rows(std::integral_constant<int, 6>{}, 0);
+            case 7: return rows(std::integral_constant<int, 7>{}, 0);
+            default: break;
+        }
+    }
     if constexpr (NV == 2)
         for (; m - i >= 10 || m - i == 6 || m - i == 9; i += 6) rows(std::integral_constant<int, 6>{}, 0);
     for (; i + 4 <= m; i += 4) rows(std::integral_constant<int, 4>{}, pf);
