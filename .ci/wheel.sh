@@ -31,9 +31,9 @@ MISSING=$(comm -23 <(echo "$TRACKED") <(echo "$LISTING"))
 echo "sdist holds all $(echo "$TRACKED" | wc -l) tracked files"
 
 echo "== wheel (from the tree, with build isolation as pip does for users)"
-# The build dir is kept so .ci/isa_check.sh can inspect these very objects,
-# .ci/x86_dispatch.sh can run the C++ driver linked from them, and .ci/run's install of the
-# README's command reuses them (one build of the core, not three).
+# The build dir is kept so .ci/isa_check.sh can inspect these very objects and
+# .ci/x86_dispatch.sh can run the C++ driver linked from them; under .ci/run, sccache hands
+# the objects to the README's install, which builds the same tree with the same flags.
 nice -n 19 "$T/pip" wheel -q --no-deps -w "$WORK/dist" -Cbuild-dir="$WORK/build-wheel" \
   -Ccmake.define.FASTGEMM_TESTS=ON "$SRC"
 [ -x "$WORK/build-wheel/fastgemm_test_core" ] || { echo "the wheel build made no C++ test driver"; exit 1; }
