@@ -72,6 +72,26 @@ def test_rectangular_stacks(kernel, shape, dtype):
     assert np.array_equal(c[2], fastgemm.matmul(a[2], b[2]))
 
 
+# C one vector wide or less (8 float32 / 4 float64 columns fit every kernel's vector, 16 / 8
+# AVX-512's): every row count 1-13 covers each row grouping of a one-vector panel (groups of 8,
+# then 4-7 or 4 and 5-7 rows, then 1-4); k long enough to leave the short-k kernels. Against the
+# float64 reference, each item the single product bit for bit, beta and alpha applied.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m", range(1, 14))
+def test_one_vector_panel_rows(kernel, m, dtype):
+    n = 16 if np.dtype(dtype) == np.float32 else 8
+    rng = np.random.default_rng(m)
+    for cols in (n, n // 2 + 1):
+        a, b = _rand(rng, (6, m, 40), dtype), _rand(rng, (6, 40, cols), dtype)
+        c0 = _rand(rng, (6, m, cols), dtype)
+        c = c0.copy()
+        BATCHED[np.dtype(dtype)](a, b, c, 0.75, -0.5)
+        _check_stack(c, a, b, 0.75, -0.5, c0)
+        one = c0[4].copy()
+        fastgemm.gemm(a[4], b[4], one, alpha=0.75, beta=-0.5)
+        assert np.array_equal(c[4], one)
+
+
 # x @ W.T items that gemm gives the dot kernels (5-8 rows from k = 16, W's rows along k; 4 rows
 # of any such B): a stack calls the dot kernel item by item, each item the single product bit
 # for bit, W per item or broadcast, on 1 and 2 threads; with x stored by columns, each item's x
