@@ -36,7 +36,9 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     const bool dotted = !vectors && side != 0;
     const SmallItem small = runs && !vectors && !dotted ? small_item(ks, a, b, c, beta, sp) : SmallItem::none;
     const bool stacked = vectors || dotted || small == SmallItem::in_place;
-    const int64_t tail = small == SmallItem::in_place ? small_tail_dots(table, sp) : 0;
+    // At most one of the two tails: A's rows along k (dots) or A stored by columns.
+    const int64_t tail =
+        small == SmallItem::in_place ? std::max(small_tail_dots(table, sp), small_tail_columns(table, sp)) : 0;
     const bool moved = small == SmallItem::b_columns || small == SmallItem::c_columns;
     const BatchAxis in = innermost(st);
     const bool next_ahead = stack_from_memory(st, m, n, k, sizeof(T));

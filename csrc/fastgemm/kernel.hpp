@@ -130,8 +130,9 @@ struct KernelTable {
     void (*small)(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa, const T* b,
                   int64_t rsb, T beta, T* c, int64_t rsc);
     // `small` for each product of a run, the shape dispatched once for the run; each item's last
-    // `tail` columns (small_tail_dots, paths.hpp; 0: none) then go to `dots`, B's columns copied
-    // along k (tail x k within kTailDotsBytes).
+    // `tail` columns (0: none) then go to `dots` where A's rows are contiguous (small_tail_dots,
+    // paths.hpp; B's columns copied along k, tail x k within kTailDotsBytes), else down A's
+    // columns (small_tail_columns: A stored by columns, rows 1 apart, tail <= kTailColumnsMax).
     void (*small_stack)(const StackRun& run, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
                         int64_t csa, const T* b, int64_t rsb, T beta, T* c, int64_t rsc, int64_t tail);
     // `small_stack` for runs with B stored by columns (column j at b + j * csb, contiguous), or
@@ -192,6 +193,9 @@ constexpr int64_t kShortKMax = 8;
 
 // The most bytes of B's columns small_stack copies along k for an item's tail (on the stack).
 constexpr int64_t kTailDotsBytes = 16 * 1024;
+
+// The most columns of an item's tail small_stack takes down A's columns (column_tail).
+constexpr int kTailColumnsMax = 4;
 
 // Which path a product takes, by shape; see docs/DESIGN.md, "Shape-specific paths".
 struct Tuning {

@@ -452,6 +452,20 @@ int64_t small_tail_dots(const KernelTable<T>& uk, const SmallProduct<T>& sp) {
     return per_row > 0 && double(m) * double(per_row) >= double(2 * w * kTailDotsFixedCycles) ? t : 0;
 }
 
+// The last columns of a small stack item (oriented) with A stored by columns, rows 1 apart, that
+// small_stack takes down A's columns (column_tail), 0 for none: the t = n % W columns past C's
+// whole vectors, 1 to kTailColumnsMax of them and under half a vector, where their t x ceil(m /
+// W) vectors a k step are at most a quarter of the m half-width vectors (a row each) the small
+// kernels spend on them (float32 200 x (30 x 17 x 40) TN: a 1-column tail was a third of the
+// time). Its sums are the small kernels' (and gemm's few-row tail's) bits, so an item stays the
+// single product.
+template <typename T>
+int64_t small_tail_columns(const KernelTable<T>& uk, const SmallProduct<T>& sp) {
+    const int64_t m = sp.c.rows, n = sp.c.cols, w = uk.lanes, t = n % w;
+    if (n < w || t == 0 || t > kTailColumnsMax || 2 * t >= w || sp.a.rs != 1 || sp.a.cs == 1) return 0;
+    return 4 * t * ((m + w - 1) / w) <= m ? t : 0;
+}
+
 // Whether an m x n product whose dots_side is `side` goes to the matrix-vector kernels: one
 // row or one column of C, but not one row of 2 or more columns that the narrow dots take (up to
 // kDotsMaxSide over a long k; the rows form would stream k rows of a few elements: 1 x 2 x 2048

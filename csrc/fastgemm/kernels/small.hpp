@@ -579,6 +579,66 @@ void item_tail(int64_t m, int64_t k, int64_t tail, typename V::T alpha, const ty
     dots<V>(tail, m, k, alpha, bt, k, a, rsa, beta, c, 1, rsc);
 }
 
+// One item's last `tail` columns (at most kTailColumnsMax) with A stored by columns (rows 1
+// apart, column p at a + p * csa), down A's columns: MV vectors of C's rows at a time, each k
+// step MV vectors of A's column times one element of B a column, where the small kernels spend a
+// half-width vector a row and k step on them (the caller's small_tail_columns). Each element
+// sums its k products in order from zero and finishes as small_rows does: the same bits.
+template <typename V>
+void column_tail(int64_t m, int64_t k, int64_t tail, typename V::T alpha, const typename V::T* a, int64_t csa,
+                 const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
+    using T = typename V::T;
+    using R = typename V::reg;
+    constexpr int W = V::W;
+    // MV x kTailColumnsMax accumulators, MV vectors of A and a broadcast within the registers.
+    constexpr int MV = vector_regs<V> >= 32 ? 4 : 2;
+    const R va = V::set1(alpha), vb = V::set1(beta);
+    for (int64_t i0 = 0; i0 < m; i0 += MV * W) {
+        const int64_t rows = std::min<int64_t>(MV * W, m - i0);
+        const typename V::mask last = V::lanes(int(rows - (rows - 1) / W * W));
+        with_rows<MV>((rows + W - 1) / W, [&](auto nv) {
+            constexpr int NV = decltype(nv)::value;
+            auto load = [&](const T* p, int v) __attribute__((always_inline)) {
+                return v + 1 < NV ? V::loadu(p + v * W) : V::maskz_loadu(last, p + v * W);
+            };
+            with_rows<kTailColumnsMax>(tail, [&](auto tc) {
+                constexpr int TC = decltype(tc)::value;
+                R acc[TC][NV];
+#pragma GCC unroll 4
+                for (int j = 0; j < TC; ++j)
+#pragma GCC unroll 4
+                    for (int v = 0; v < NV; ++v) acc[j][v] = V::zero();
+                for (int64_t p = 0; p < k; ++p) {
+                    R av[NV];
+#pragma GCC unroll 4
+                    for (int v = 0; v < NV; ++v) av[v] = load(a + i0 + p * csa, v);
+#pragma GCC unroll 4
+                    for (int j = 0; j < TC; ++j) {
+                        const R bj = V::set1(b[p * rsb + j]);
+#pragma GCC unroll 4
+                        for (int v = 0; v < NV; ++v) acc[j][v] = V::fmadd(av[v], bj, acc[j][v]);
+                    }
+                }
+                // C's column j, rows i0 .. i0 + rows, through a buffer (rsc apart in C).
+                alignas(64) T col[MV * W];
+#pragma GCC unroll 4
+                for (int j = 0; j < TC; ++j) {
+                    T* cj = c + i0 * rsc + j;
+                    if (beta != T(0))
+                        for (int64_t l = 0; l < rows; ++l) col[l] = cj[l * rsc];
+#pragma GCC unroll 4
+                    for (int v = 0; v < NV; ++v) {
+                        R x = alpha == T(1) ? acc[j][v] : V::mul(acc[j][v], va);
+                        if (beta != T(0)) x = V::fmadd(vb, load(col, v), x);
+                        V::storeu(col + v * W, x);
+                    }
+                    for (int64_t l = 0; l < rows; ++l) cj[l * rsc] = col[l];
+                }
+            });
+        });
+    }
+}
+
 // each_item over a run of N x N x N items with rows of A contiguous, as product(a, rsa, b, rsb, c,
 // rsc, next): items stored whole (every row stride N, the usual contiguous stack) get the
 // strides as constants, so each load and store of an inlined product is an immediate offset
@@ -702,7 +762,8 @@ void stack_items(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
         after, !short_k_in_cache);
 }
 
-// stack_items on a run, the last `tail` columns of each item as item_tail's dot products.
+// stack_items on a run, the last `tail` columns of each item as item_tail's dot products (A's
+// rows contiguous) or down A's columns (column_tail: A stored by columns, rows 1 apart).
 template <typename V, int PV>
 void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a,
                  int64_t rsa, int64_t csa, const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c,
@@ -711,14 +772,15 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
     if (tail == 0)
         return stack_items<V, PV>(s, m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, [](const T*, const T*, T*) {});
     const int64_t j0 = n - tail;
-    if (j0 == 0) {  // a C narrower than a vector: all of it as dots
-        for (int64_t i = 0; i < s.count; ++i, a += s.sa, b += s.sb, c += s.sc)
-            item_tail<V>(m, k, tail, alpha, a, rsa, b, rsb, beta, c, rsc);
+    auto tail_of = [&](const T* ai, const T* bi, T* ci) {
+        if (csa == 1) item_tail<V>(m, k, tail, alpha, ai, rsa, bi + j0, rsb, beta, ci + j0, rsc);
+        else column_tail<V>(m, k, tail, alpha, ai, csa, bi + j0, rsb, beta, ci + j0, rsc);
+    };
+    if (j0 == 0) {  // a C narrower than a vector: all of it as the tail
+        for (int64_t i = 0; i < s.count; ++i, a += s.sa, b += s.sb, c += s.sc) tail_of(a, b, c);
         return;
     }
-    stack_items<V, PV>(s, m, j0, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, [&](const T* ai, const T* bi, T* ci) {
-        item_tail<V>(m, k, tail, alpha, ai, rsa, bi + j0, rsb, beta, ci + j0, rsc);
-    });
+    stack_items<V, PV>(s, m, j0, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, tail_of);
 }
 
 // An N x N matrix stored by columns (cs apart) copied row-major into dst (rows ld apart):
