@@ -37,8 +37,10 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
     const SmallItem small = runs && !vectors && !dotted ? small_item(ks, a, b, c, beta, sp) : SmallItem::none;
     const bool stacked = vectors || dotted || small == SmallItem::in_place;
     // At most one of the two tails: A's rows along k (dots) or A stored by columns.
-    const int64_t tail =
-        small == SmallItem::in_place ? std::max(small_tail_dots(table, sp), small_tail_columns(table, sp)) : 0;
+    const int64_t tail = small == SmallItem::in_place
+                             ? std::max(small_tail_dots(table, sp), small_tail_columns(table, sp))
+                         : small == SmallItem::b_columns ? small_tail_columns(table, sp)
+                                                         : 0;
     const bool moved = small == SmallItem::b_columns || small == SmallItem::c_columns;
     const BatchAxis in = innermost(st);
     const bool next_ahead = stack_from_memory(st, m, n, k, sizeof(T));
@@ -52,7 +54,7 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
                 if (small == SmallItem::b_columns)
                     return table.small_stack_b_cols(r.run, sp.c.rows, sp.c.cols, k, alpha, sp.a.data + r.oa, sp.a.rs,
                                                     sp.a.cs, sp.b.data + r.ob, sp.b.cs, beta, sp.c.data + oc, sp.c.rs,
-                                                    t);
+                                                    t, tail);
                 // C^T = B^T A^T: B^T and A^T by rows, C^T by columns.
                 return table.small_stack_c_cols({len, r.run.sb, r.run.sa, r.run.sc, r.run.next_ahead}, sp.c.cols,
                                                 sp.c.rows, k, alpha, sp.b.data + r.ob, sp.b.cs, sp.a.data + r.oa,

@@ -491,7 +491,7 @@ void stack_cols(const fastgemm::KernelSet& ks) {
                 uk.small_stack_c_cols(run, m, n, k, T(-2), a.data(), lda, b.data(), ldb, c.data(), ldc, t.data());
             else
                 uk.small_stack_b_cols(run, m, n, k, T(-2), a.data(), lda, 1, b.data(), ldb, T(2), c.data(), ldc,
-                                      t.data());
+                                      t.data(), 0);
             bool ok = true;
             for (int64_t i = 0; i < count; ++i)
                 for (int64_t r = 0; r < m; ++r)
@@ -509,54 +509,64 @@ void stack_cols(const fastgemm::KernelSet& ks) {
         }
 }
 
-// small_stack's tail down A's columns (column_tail: A stored by columns, rows 1 apart): runs of
-// 3 items apart by gaps, A's columns, B's and C's rows apart by gaps, small integers (exact
-// sums): every element against a double reference, alpha -2 and beta 2 over C or beta 0 over a
-// C of NaN (never read), nothing written in the gaps; rows around one vector and the passes of
-// 4 (2 where 16 registers) vectors, tails of 1-4 columns past 2 whole vectors.
+// small_stack's and small_stack_b_cols' tail down A's columns (column_tail: A stored by
+// columns, rows 1 apart; B by rows, or by columns and its other columns copied): runs of 3
+// items apart by gaps, A's columns, B's and C's rows apart by gaps, small integers (exact sums):
+// every element against a double reference, alpha -2 and beta 2 over C or beta 0 over a C of
+// NaN (never read), nothing written in the gaps; rows around one vector and the passes of 4 (2
+// where 16 registers) vectors, tails of 1-4 columns past 2 whole vectors.
 template <typename T>
 void stack_column_tail(const fastgemm::KernelSet& ks) {
     const fastgemm::KernelTable<T>& uk = table_of(ks, T(0));
     const int64_t w = uk.lanes;
     for (int64_t m : {int64_t(1), w - 1, w + 1, 2 * w + 1, 4 * w + 1, 8 * w + 3})
         for (int64_t tail = 1; tail <= fastgemm::kTailColumnsMax; ++tail)
-            for (bool beta0 : {false, true}) {
-                if (m < 1) continue;
-                const int64_t n = 2 * w + tail, k = 11, count = 3;
-                const int64_t lda = m + 3, ldb = n + 2, ldc = n + 2;
-                const int64_t sa = k * lda + 1, sb = k * ldb + 2, sc = m * ldc + 3;
-                std::vector<T> a(size_t(count * sa)), b(size_t(count * sb)), c(size_t(count * sc + 5), T(-7));
-                for (size_t e = 0; e < a.size(); ++e) a[e] = T(int(e * 7 % 11) - 5);
-                for (size_t e = 0; e < b.size(); ++e) b[e] = T(int(e * 5 % 13) - 6);
-                std::vector<bool> in_c(c.size(), false);
-                for (int64_t i = 0; i < count; ++i)
-                    for (int64_t r = 0; r < m; ++r)
-                        for (int64_t j = 0; j < n; ++j) {
-                            const size_t e = size_t(i * sc + r * ldc + j);
-                            in_c[e] = true;
-                            c[e] = beta0 ? std::numeric_limits<T>::quiet_NaN() : T(int(r - j));
-                        }
-                const std::vector<T> c0 = c;
-                const T beta = beta0 ? T(0) : T(2);
-                uk.small_stack({count, sa, sb, sc}, m, n, k, T(-2), a.data(), 1, lda, b.data(), ldb, beta, c.data(),
-                               ldc, tail);
-                bool ok = true;
-                for (int64_t i = 0; i < count; ++i)
-                    for (int64_t r = 0; r < m; ++r)
-                        for (int64_t j = 0; j < n; ++j) {
-                            double sum = 0.0;
-                            for (int64_t p = 0; p < k; ++p)
-                                sum +=
-                                    double(a[size_t(i * sa + p * lda + r)]) * double(b[size_t(i * sb + p * ldb + j)]);
-                            const size_t e = size_t(i * sc + r * ldc + j);
-                            const double ref = (beta0 ? 0.0 : 2.0 * double(c0[e])) - 2.0 * sum;
-                            ok = ok && double(c[e]) == ref;
-                        }
-                for (size_t e = 0; e < c.size(); ++e) ok = ok && (in_c[e] || c[e] == T(-7));
-                report(ok, std::string(ks.name) + " " + type_name<T>() + " small_stack column tail " +
-                               std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
-                               " tail=" + std::to_string(tail) + (beta0 ? " beta=0" : ""));
-            }
+            for (bool beta0 : {false, true})
+                for (bool b_cols : {false, true}) {
+                    if (m < 1) continue;
+                    const int64_t n = 2 * w + tail, k = 11, count = 3;
+                    const int64_t lda = m + 3, ldb = b_cols ? k + 2 : n + 2, ldc = n + 2;
+                    const int64_t sa = k * lda + 1, sb = (b_cols ? n : k) * ldb + 2, sc = m * ldc + 3;
+                    std::vector<T> a(size_t(count * sa)), b(size_t(count * sb)), c(size_t(count * sc + 5), T(-7));
+                    for (size_t e = 0; e < a.size(); ++e) a[e] = T(int(e * 7 % 11) - 5);
+                    for (size_t e = 0; e < b.size(); ++e) b[e] = T(int(e * 5 % 13) - 6);
+                    auto at_b = [&](int64_t i, int64_t p, int64_t j) {
+                        return size_t(i * sb + (b_cols ? j * ldb + p : p * ldb + j));
+                    };
+                    std::vector<bool> in_c(c.size(), false);
+                    for (int64_t i = 0; i < count; ++i)
+                        for (int64_t r = 0; r < m; ++r)
+                            for (int64_t j = 0; j < n; ++j) {
+                                const size_t e = size_t(i * sc + r * ldc + j);
+                                in_c[e] = true;
+                                c[e] = beta0 ? std::numeric_limits<T>::quiet_NaN() : T(int(r - j));
+                            }
+                    const std::vector<T> c0 = c;
+                    const T beta = beta0 ? T(0) : T(2);
+                    const fastgemm::StackRun run{count, sa, sb, sc};
+                    std::vector<T> t(size_t(std::max(m, k) * n));
+                    if (b_cols)
+                        uk.small_stack_b_cols(run, m, n, k, T(-2), a.data(), 1, lda, b.data(), ldb, beta, c.data(), ldc,
+                                              t.data(), tail);
+                    else
+                        uk.small_stack(run, m, n, k, T(-2), a.data(), 1, lda, b.data(), ldb, beta, c.data(), ldc, tail);
+                    bool ok = true;
+                    for (int64_t i = 0; i < count; ++i)
+                        for (int64_t r = 0; r < m; ++r)
+                            for (int64_t j = 0; j < n; ++j) {
+                                double sum = 0.0;
+                                for (int64_t p = 0; p < k; ++p)
+                                    sum += double(a[size_t(i * sa + p * lda + r)]) * double(b[at_b(i, p, j)]);
+                                const size_t e = size_t(i * sc + r * ldc + j);
+                                const double ref = (beta0 ? 0.0 : 2.0 * double(c0[e])) - 2.0 * sum;
+                                ok = ok && double(c[e]) == ref;
+                            }
+                    for (size_t e = 0; e < c.size(); ++e) ok = ok && (in_c[e] || c[e] == T(-7));
+                    report(ok, std::string(ks.name) + " " + type_name<T>() +
+                                   (b_cols ? " small_stack_b_cols" : " small_stack") + " column tail " +
+                                   std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+                                   " tail=" + std::to_string(tail) + (beta0 ? " beta=0" : ""));
+                }
 }
 
 // dots: m x n dot products of rows along k against a double reference (small integers, so

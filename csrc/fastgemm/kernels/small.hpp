@@ -581,12 +581,13 @@ void item_tail(int64_t m, int64_t k, int64_t tail, typename V::T alpha, const ty
 
 // One item's last `tail` columns (at most kTailColumnsMax) with A stored by columns (rows 1
 // apart, column p at a + p * csa), down A's columns: MV vectors of C's rows at a time, each k
-// step MV vectors of A's column times one element of B a column, where the small kernels spend a
-// half-width vector a row and k step on them (the caller's small_tail_columns). Each element
-// sums its k products in order from zero and finishes as small_rows does: the same bits.
+// step MV vectors of A's column times one element of B (at b + p * rsb + j * csb) a column,
+// where the small kernels spend a half-width vector a row and k step on them (the caller's
+// small_tail_columns). Each element sums its k products in order from zero and finishes as
+// small_rows does: the same bits.
 template <typename V>
 void column_tail(int64_t m, int64_t k, int64_t tail, typename V::T alpha, const typename V::T* a, int64_t csa,
-                 const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
+                 const typename V::T* b, int64_t rsb, int64_t csb, typename V::T beta, typename V::T* c, int64_t rsc) {
     using T = typename V::T;
     using R = typename V::reg;
     constexpr int W = V::W;
@@ -614,7 +615,7 @@ void column_tail(int64_t m, int64_t k, int64_t tail, typename V::T alpha, const 
                     for (int v = 0; v < NV; ++v) av[v] = load(a + i0 + p * csa, v);
 #pragma GCC unroll 4
                     for (int j = 0; j < TC; ++j) {
-                        const R bj = V::set1(b[p * rsb + j]);
+                        const R bj = V::set1(b[p * rsb + j * csb]);
 #pragma GCC unroll 4
                         for (int v = 0; v < NV; ++v) acc[j][v] = V::fmadd(av[v], bj, acc[j][v]);
                     }
@@ -774,7 +775,7 @@ void small_stack(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
     const int64_t j0 = n - tail;
     auto tail_of = [&](const T* ai, const T* bi, T* ci) {
         if (csa == 1) item_tail<V>(m, k, tail, alpha, ai, rsa, bi + j0, rsb, beta, ci + j0, rsc);
-        else column_tail<V>(m, k, tail, alpha, ai, csa, bi + j0, rsb, beta, ci + j0, rsc);
+        else column_tail<V>(m, k, tail, alpha, ai, csa, bi + j0, rsb, 1, beta, ci + j0, rsc);
     };
     if (j0 == 0) {  // a C narrower than a vector: all of it as the tail
         for (int64_t i = 0; i < s.count; ++i, a += s.sa, b += s.sb, c += s.sc) tail_of(a, b, c);
@@ -890,18 +891,24 @@ void transposed_product(int64_t m, int64_t n, int64_t k, typename V::T alpha, co
 // decided once for the run instead of by gemm per item (float32 1000 x 16^3 x.T @ W.T items
 // copied item by item ran at 0.68x NumPy). t: scratch for one item's B (k x n) or C (m x n).
 // small_stack_b_cols: column j of an item's B at b + j * csb, contiguous; each item's B copied
-// row-major into t before it (the previous item's `after` copies the next one's).
+// row-major into t before it (the previous item's `after` copies the next one's), but for its
+// last `tail` columns, which go down A's columns (column_tail, A stored by columns) reading B
+// in place.
 template <typename V, int PV>
 void small_stack_b_cols(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a,
                         int64_t rsa, int64_t csa, const typename V::T* b, int64_t csb, typename V::T beta,
-                        typename V::T* c, int64_t rsc, typename V::T* t) {
+                        typename V::T* c, int64_t rsc, typename V::T* t, int64_t tail) {
     using T = typename V::T;
-    with_column_copy<V>(k, n, [&](auto copy) {
-        copy(b, csb, t, n);
+    const int64_t j0 = n - tail;
+    with_column_copy<V>(k, j0, [&](auto copy) {
+        copy(b, csb, t, j0);
         int64_t i = 0;
-        stack_items<V, PV>(StackRun{s.count, s.sa, 0, s.sc, s.next_ahead}, m, n, k, alpha, a, rsa, csa, t, n, beta, c,
-                           rsc, [&](const T*, const T*, T*) {
-                               if (++i < s.count && s.sb != 0) copy(b + i * s.sb, csb, t, n);
+        stack_items<V, PV>(StackRun{s.count, s.sa, 0, s.sc, s.next_ahead}, m, j0, k, alpha, a, rsa, csa, t, j0, beta, c,
+                           rsc, [&](const T* ai, const T*, T* ci) {
+                               if (tail)
+                                   column_tail<V>(m, k, tail, alpha, ai, csa, b + i * s.sb + j0 * csb, 1, csb, beta,
+                                                  ci + j0, rsc);
+                               if (++i < s.count && s.sb != 0) copy(b + i * s.sb, csb, t, j0);
                            });
     });
 }
