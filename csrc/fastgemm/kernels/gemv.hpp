@@ -33,19 +33,6 @@ struct DirectLoad {
     typename V::reg part(const S* p) const { return V::maskz_loadu(tail, p); }
 };
 
-// The vector traits for products half as wide as V's vectors: V::half where the ISA has one
-// (AVX-512: its 256-bit registers), else V itself.
-template <typename V, typename = void>
-struct HalfOf {
-    using type = V;
-};
-template <typename V>
-struct HalfOf<V, std::void_t<typename V::half>> {
-    using type = typename V::half;
-};
-template <typename V>
-constexpr bool has_half = !std::is_same_v<typename HalfOf<V>::type, V>;
-
 // The vector registers V's ISA has: V::kVectorRegs where its traits say (AVX-512: 32), else 16
 // (the fewest of any ISA here).
 template <typename V, typename = void>

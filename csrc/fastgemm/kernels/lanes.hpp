@@ -1,8 +1,9 @@
 // Lane picks: W groups of K elements stored back to back (W * K elements in K vectors) split
 // into K vectors, vector p holding element p of every group (lane l: element l * K + p), by
 // two-register permutes where the ISA has them (V::kLanePicksMaxK, V::permute2, V::blend,
-// V::make_index); groups of lanes added up across registers (HalvingPicks); and with_rows, which
-// hands such a K, known at run time, to a kernel that fixes it at compile time. Included only
+// V::make_index); groups of lanes added up across registers (HalvingPicks); with_rows, which
+// hands such a K, known at run time, to a kernel that fixes it at compile time; and HalfOf, the
+// half-width traits the kernels fall back to. Included only
 // from kernels/*.cpp (through table.hpp); templated on V like every kernel.
 #pragma once
 
@@ -21,6 +22,19 @@ void with_rows(int64_t m, F f) {
         if (m < Max) return with_rows<Max - 1>(m, f);
     f(std::integral_constant<int, Max>{});
 }
+
+// The vector traits for products half as wide as V's vectors: V::half where the ISA has one
+// (AVX-512: its 256-bit registers), else V itself.
+template <typename V, typename = void>
+struct HalfOf {
+    using type = V;
+};
+template <typename V>
+struct HalfOf<V, std::void_t<typename V::half>> {
+    using type = typename V::half;
+};
+template <typename V>
+constexpr bool has_half = !std::is_same_v<typename HalfOf<V>::type, V>;
 
 // The largest K the ISA picks lanes for: V::kLanePicksMaxK, else 0 (none).
 template <typename V, typename = void>
