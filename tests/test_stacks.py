@@ -93,11 +93,14 @@ def test_one_vector_panel_rows(kernel, m, dtype):
 
 
 # x @ W.T items that gemm gives the dot kernels (5-8 rows from k = 16, W's rows along k; 4 rows
-# of any such B): a stack calls the dot kernel item by item, each item the single product bit
-# for bit, W per item or broadcast, on 1 and 2 threads; with x stored by columns, each item's x
-# copied along k first (run_dots_copied), as gemm does.
+# of any such B; on AVX-512 9-12 rows of 9-11 columns from 256 bytes of k): a stack calls the
+# dot kernel item by item, each item the single product bit for bit, W per item or broadcast, on
+# 1 and 2 threads; with x stored by columns, each item's x copied along k first
+# (run_dots_copied), as gemm does.
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(4, 30, 24), (5, 16, 16), (6, 169, 107), (8, 20, 32), (7, 40, 100)])
+@pytest.mark.parametrize(
+    "shape", [(4, 30, 24), (5, 16, 16), (6, 169, 107), (8, 20, 32), (7, 40, 100), (9, 9, 64), (12, 11, 32)]
+)
 def test_dot_stacks(kernel, shape, dtype):
     m, n, k = shape
     rng = np.random.default_rng(m * 1000 + n)

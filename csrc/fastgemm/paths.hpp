@@ -376,7 +376,12 @@ void run_dots_side(const KernelTable<T>& uk, int side, int64_t k, T alpha, const
 // tuning.f32_dots_l2_max_m / f64_dots_l2_max_m rows with W within half of L2 and k from
 // kDotsL2MinKBytes, from kDotsL2FewRowsMinKBytes up to kDotsL2FewRows rows (float32 15 x 39 x 352
 // 0.71x -> 1.17x, 10 x 57 x 195 0.83x -> 1.12x; shorter k spends too much of a dot adding up its
-// lanes, float64 from 16 rows lost at 512 bytes, W from L3 is reread too often); or up to
+// lanes, float64 from 16 rows lost at 512 bytes, W from L3 is reread too often), and from
+// kDotsL2NarrowMinKBytes for a C of kDotsL2NarrowMinN-kDotsL2NarrowMaxN columns, whose one
+// vector and a part leave lanes idle on the small kernels and need a copy of W by rows (Zen 4,
+// 512-item q @ k.T stacks: float32 9 x 9 x 64 0.72-0.75x -> 0.97-1.01x NumPy, 10 x 10 x 64
+// 0.69-0.71x -> 0.90x, float64 11 x 11 x 32 0.77-0.90x -> 1.02-1.05x; 12 columns lost, float32
+// 12 x 12 x 64 0.88x -> 0.75x, 11 even); or up to
 // tuning.f32_dots_max_side (float32) or f64_dots_max_side (float64) rows or columns, k from
 // kDotsWideMinK and at least 4 times the long side, the long operand within half of L2; see
 // docs/DESIGN.md, "Dot products".
@@ -384,6 +389,7 @@ constexpr int64_t kDotsRowsMinK = 16;
 constexpr int64_t kDotsWideMinK = 512;
 constexpr int64_t kDotsL2MinKBytes = 1024;
 constexpr int64_t kDotsL2FewRows = 12, kDotsL2FewRowsMinKBytes = 512;
+constexpr int64_t kDotsL2NarrowMinN = 9, kDotsL2NarrowMaxN = 11, kDotsL2NarrowMinKBytes = 256;
 constexpr int64_t kDotsIdleMinK = 128;
 
 // Whether the dot kernel beats the small kernels on a C of n <= kDotsMaxSide columns (A's rows
@@ -414,7 +420,10 @@ int dots_side(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c) 
         2.0 * double(c.cols) * double(k) * double(sizeof(T)) <= double(caches().l3.size))
         return 1;
     const int64_t l2_max_m = sizeof(T) == 4 ? t.f32_dots_l2_max_m : t.f64_dots_l2_max_m;
-    const int64_t l2_min_k_bytes = c.rows <= kDotsL2FewRows ? kDotsL2FewRowsMinKBytes : kDotsL2MinKBytes;
+    const bool narrow = c.cols >= kDotsL2NarrowMinN && c.cols <= kDotsL2NarrowMaxN;
+    const int64_t l2_min_k_bytes = c.rows > kDotsL2FewRows ? kDotsL2MinKBytes
+                                   : narrow                ? kDotsL2NarrowMinKBytes
+                                                           : kDotsL2FewRowsMinKBytes;
     if (c.rows <= l2_max_m && k * int64_t(sizeof(T)) >= l2_min_k_bytes &&
         2.0 * double(c.cols) * double(k) * double(sizeof(T)) <= double(caches().l2.size))
         return 1;
