@@ -451,6 +451,29 @@ void copy_columns(const fastgemm::KernelSet& ks) {
             }
 }
 
+// A run of `count` stack items against the double reference, alpha -2: each element of C (at
+// at_c(i, r, j)) equals beta * C0 - 2 * sum_p A B (small integers, so exact; beta 0: C0 not
+// read), and every element of c outside the items still holds `gap`.
+template <typename T, typename AtA, typename AtB, typename AtC>
+bool stack_exact(int64_t count, int64_t m, int64_t n, int64_t k, const std::vector<T>& a, AtA at_a,
+                 const std::vector<T>& b, AtB at_b, double beta, const std::vector<T>& c0, const std::vector<T>& c,
+                 AtC at_c, T gap) {
+    std::vector<bool> in_c(c.size(), false);
+    bool ok = true;
+    for (int64_t i = 0; i < count; ++i)
+        for (int64_t r = 0; r < m; ++r)
+            for (int64_t j = 0; j < n; ++j) {
+                double sum = 0.0;
+                for (int64_t p = 0; p < k; ++p)
+                    sum += double(a[size_t(at_a(i, r, p))]) * double(b[size_t(at_b(i, p, j))]);
+                const size_t e = size_t(at_c(i, r, j));
+                in_c[e] = true;
+                ok = ok && double(c[e]) == (beta == 0.0 ? 0.0 : beta * double(c0[e])) - 2.0 * sum;
+            }
+    for (size_t e = 0; e < c.size(); ++e) ok = ok && (in_c[e] || c[e] == gap);
+    return ok;
+}
+
 // small_stack_b_cols / small_stack_c_cols: runs of 3 items with B (or C) stored by columns,
 // the columns and items apart by gaps, small integers (exact sums): every element against a
 // double reference, alpha -2, beta 2 over C (b_cols) or 0 over a C of NaN (c_cols, never
@@ -477,13 +500,10 @@ void stack_cols(const fastgemm::KernelSet& ks) {
             for (size_t e = 0; e < b.size(); ++e) b[e] = T(int(e * 5 % 13) - 6);
             auto at_b = [&](int64_t i, int64_t p, int64_t j) { return i * sb + (c_cols ? p * ldb + j : j * ldb + p); };
             auto at_c = [&](int64_t i, int64_t r, int64_t j) { return i * sc + (c_cols ? j * ldc + r : r * ldc + j); };
-            std::vector<bool> in_c(c.size(), false);
             for (int64_t i = 0; i < count; ++i)
                 for (int64_t r = 0; r < m; ++r)
-                    for (int64_t j = 0; j < n; ++j) {
-                        in_c[size_t(at_c(i, r, j))] = true;
+                    for (int64_t j = 0; j < n; ++j)
                         c[size_t(at_c(i, r, j))] = c_cols ? std::numeric_limits<T>::quiet_NaN() : T(int(r - j));
-                    }
             const std::vector<T> c0 = c;
             std::vector<T> t(size_t(std::max(m, k) * n));
             const fastgemm::StackRun run{count, sa, sb, sc};
@@ -492,17 +512,8 @@ void stack_cols(const fastgemm::KernelSet& ks) {
             else
                 uk.small_stack_b_cols(run, m, n, k, T(-2), a.data(), lda, 1, b.data(), ldb, T(2), c.data(), ldc,
                                       t.data(), 0);
-            bool ok = true;
-            for (int64_t i = 0; i < count; ++i)
-                for (int64_t r = 0; r < m; ++r)
-                    for (int64_t j = 0; j < n; ++j) {
-                        double sum = 0.0;
-                        for (int64_t p = 0; p < k; ++p)
-                            sum += double(a[size_t(i * sa + r * lda + p)]) * double(b[size_t(at_b(i, p, j))]);
-                        const double ref = (c_cols ? 0.0 : 2.0 * double(c0[size_t(at_c(i, r, j))])) - 2.0 * sum;
-                        ok = ok && double(c[size_t(at_c(i, r, j))]) == ref;
-                    }
-            for (size_t e = 0; e < c.size(); ++e) ok = ok && (in_c[e] || c[e] == T(-7));
+            auto at_a = [&](int64_t i, int64_t r, int64_t p) { return i * sa + r * lda + p; };
+            const bool ok = stack_exact(count, m, n, k, a, at_a, b, at_b, c_cols ? 0.0 : 2.0, c0, c, at_c, T(-7));
             report(ok, std::string(ks.name) + " " + type_name<T>() +
                            (c_cols ? " small_stack_c_cols " : " small_stack_b_cols ") + std::to_string(m) + "x" +
                            std::to_string(n) + "x" + std::to_string(k));
@@ -531,16 +542,13 @@ void stack_column_tail(const fastgemm::KernelSet& ks) {
                     for (size_t e = 0; e < a.size(); ++e) a[e] = T(int(e * 7 % 11) - 5);
                     for (size_t e = 0; e < b.size(); ++e) b[e] = T(int(e * 5 % 13) - 6);
                     auto at_b = [&](int64_t i, int64_t p, int64_t j) {
-                        return size_t(i * sb + (b_cols ? j * ldb + p : p * ldb + j));
+                        return i * sb + (b_cols ? j * ldb + p : p * ldb + j);
                     };
-                    std::vector<bool> in_c(c.size(), false);
+                    auto at_c = [&](int64_t i, int64_t r, int64_t j) { return i * sc + r * ldc + j; };
                     for (int64_t i = 0; i < count; ++i)
                         for (int64_t r = 0; r < m; ++r)
-                            for (int64_t j = 0; j < n; ++j) {
-                                const size_t e = size_t(i * sc + r * ldc + j);
-                                in_c[e] = true;
-                                c[e] = beta0 ? std::numeric_limits<T>::quiet_NaN() : T(int(r - j));
-                            }
+                            for (int64_t j = 0; j < n; ++j)
+                                c[size_t(at_c(i, r, j))] = beta0 ? std::numeric_limits<T>::quiet_NaN() : T(int(r - j));
                     const std::vector<T> c0 = c;
                     const T beta = beta0 ? T(0) : T(2);
                     const fastgemm::StackRun run{count, sa, sb, sc};
@@ -550,18 +558,8 @@ void stack_column_tail(const fastgemm::KernelSet& ks) {
                                               t.data(), tail);
                     else
                         uk.small_stack(run, m, n, k, T(-2), a.data(), 1, lda, b.data(), ldb, beta, c.data(), ldc, tail);
-                    bool ok = true;
-                    for (int64_t i = 0; i < count; ++i)
-                        for (int64_t r = 0; r < m; ++r)
-                            for (int64_t j = 0; j < n; ++j) {
-                                double sum = 0.0;
-                                for (int64_t p = 0; p < k; ++p)
-                                    sum += double(a[size_t(i * sa + p * lda + r)]) * double(b[at_b(i, p, j)]);
-                                const size_t e = size_t(i * sc + r * ldc + j);
-                                const double ref = (beta0 ? 0.0 : 2.0 * double(c0[e])) - 2.0 * sum;
-                                ok = ok && double(c[e]) == ref;
-                            }
-                    for (size_t e = 0; e < c.size(); ++e) ok = ok && (in_c[e] || c[e] == T(-7));
+                    auto at_a = [&](int64_t i, int64_t r, int64_t p) { return i * sa + p * lda + r; };
+                    const bool ok = stack_exact(count, m, n, k, a, at_a, b, at_b, double(beta), c0, c, at_c, T(-7));
                     report(ok, std::string(ks.name) + " " + type_name<T>() +
                                    (b_cols ? " small_stack_b_cols" : " small_stack") + " column tail " +
                                    std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +

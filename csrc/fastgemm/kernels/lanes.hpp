@@ -3,8 +3,8 @@
 // two-register permutes where the ISA has them (V::kLanePicksMaxK, V::permute2, V::blend,
 // V::make_index); groups of lanes added up across registers (HalvingPicks); with_rows, which
 // hands such a K, known at run time, to a kernel that fixes it at compile time; and HalfOf, the
-// half-width traits the kernels fall back to. Included only
-// from kernels/*.cpp (through table.hpp); templated on V like every kernel.
+// half-width traits the kernels fall back to. Included only from kernels/*.cpp (through
+// table.hpp); templated on V like every kernel.
 #pragma once
 
 #include <algorithm>
