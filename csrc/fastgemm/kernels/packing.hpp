@@ -280,10 +280,10 @@ void copy_columns(int64_t rows, int64_t cols, const typename V::T* src, int64_t 
     // One column at a time wrote a strided element per row: copying 20 columns of 1000 took
     // longer than the 20 x 20 x 1000 product it fed.
     const int rem = int(cols - j);
-    // At most half a vector of them through the half-width registers' smaller transposes.
+    // Through the half-width registers' transposes (a block and a part for over half a vector):
+    // a W x W one for fewer columns moved as many shuffles for zero rows.
     using H = typename HalfOf<V>::type;
-    if constexpr (has_half<V> && has_transpose<H>)
-        if (2 * rem <= W) return copy_columns<H>(rows, rem, src + j * cs, cs, dst + j, ld);
+    if constexpr (has_half<V> && has_transpose<H>) return copy_columns<H>(rows, rem, src + j * cs, cs, dst + j, ld);
     int64_t i = 0;
     if constexpr (has_transpose<V>) {
         const typename V::mask mk = V::lanes(rem);
