@@ -381,7 +381,7 @@ void run_dots_side(const KernelTable<T>& uk, int side, int64_t k, T alpha, const
 // vector and a part leave lanes idle on the small kernels and need a copy of W by rows (Zen 4,
 // 512-item q @ k.T stacks: float32 9 x 9 x 64 0.72-0.75x -> 0.97-1.01x NumPy, 10 x 10 x 64
 // 0.69-0.71x -> 0.90x, float64 11 x 11 x 32 0.77-0.90x -> 1.02-1.05x; 12 columns lost, float32
-// 12 x 12 x 64 0.88x -> 0.75x, 11 even); or up to
+// 12 x 12 x 64 0.88x -> 0.75x, and float32 11 x 11 x 64 ran even); or up to
 // tuning.f32_dots_max_side (float32) or f64_dots_max_side (float64) rows or columns, k from
 // kDotsWideMinK and at least 4 times the long side, the long operand within half of L2; see
 // docs/DESIGN.md, "Dot products".

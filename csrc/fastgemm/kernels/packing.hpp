@@ -281,7 +281,7 @@ void copy_columns(int64_t rows, int64_t cols, const typename V::T* src, int64_t 
     // longer than the 20 x 20 x 1000 product it fed.
     const int rem = int(cols - j);
     // Through the half-width registers' transposes (a block and a part for over half a vector):
-    // a W x W one for fewer columns moved as many shuffles for zero rows.
+    // a W x W transpose spends as many shuffles on the missing columns' zero rows as on these.
     using H = typename HalfOf<V>::type;
     if constexpr (has_half<V> && has_transpose<H>) return copy_columns<H>(rows, rem, src + j * cs, cs, dst + j, ld);
     int64_t i = 0;
