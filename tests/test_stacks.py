@@ -132,6 +132,31 @@ def test_narrow_dot_stack_from_memory(kernel, dtype, n, k, layout):
         assert np.array_equal(c[i], fastgemm.matmul(a[i], b[i])), i
 
 
+# Few-column items (A by columns: C^T's 2-6 rows streamed from A's columns) longer than the
+# narrow kernels' registers: with 32 registers each item's C^T rows are summed in register blocks
+# of columns, and in a stack past a quarter of L3 in the partial-sum chunk with prefetch
+# (stream_in_blocks): every item the same bits as its single product, alpha and beta too.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(50, 4, 45), (64, 2, 40), (100, 4, 64), (97, 3, 33), (70, 6, 20), (129, 5, 17)])
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_few_column_items_from_cache_and_memory(kernel, dtype, shape, trans_b):
+    m, n, k = shape
+    itemsize = np.dtype(dtype).itemsize
+    count = int(0.3 * fastgemm.info()["caches"]["l3"]["size"] / (m * k * itemsize)) + 1
+    rng = np.random.default_rng(m * n * k)
+    a = _rand(rng, (count, k, m), dtype).swapaxes(-1, -2)
+    b = _rand(rng, (count, n, k), dtype).swapaxes(-1, -2) if trans_b else _rand(rng, (count, k, n), dtype)
+    c0 = _rand(rng, (count, m, n), dtype)
+    for alpha, beta in ((1.0, 0.0), (-1.5, 0.5)):
+        c = c0.copy()
+        BATCHED[c.dtype](a, b, c, alpha, beta)
+        for i in (0, count // 2, count - 1):
+            _check_stack(c[i : i + 1], a[i : i + 1], b[i : i + 1], alpha, beta, c0[i : i + 1])
+            one = c0[i].copy()
+            fastgemm.gemm(a[i], b[i], one, alpha=alpha, beta=beta)
+            assert np.array_equal(c[i], one), (alpha, i)
+
+
 # C's last 1-4 columns past whole vectors go to the dot kernel where small_tail_dots says so
 # (enough rows and k; 16 x 20 x 1024 float32 is the largest B copy a stack item makes on the
 # stack, 16 x 20 x 1025 one past it; float32 C of 5-7 columns goes there whole), or with A stored by columns (TN, TT) to the few-row

@@ -199,6 +199,24 @@ void stream_rows_narrow(int64_t n, int64_t k, typename V::T alpha, const typenam
     for (int i = 0; i < M; ++i) finish_narrow<V, NV>(acc[i], alpha, beta, c + i * rsc, last);
 }
 
+// Whether stream_rows takes rows longer than stream_narrow_nv vectors in registers too, a block
+// of columns at a time over all of k (each block rereads A's M x k elements, B is still read
+// once): with 32 registers, 2 or more rows and B within the cache (not `ahead`), up to
+// kStreamBlocksMaxBytes of B, kStreamBlocksPairMaxBytes for 2 rows (fewer FMAs a broadcast and a
+// vector of B). Zen 4, 1 thread, chunk -> blocks in one process, fastgemm / NumPy: 200-item
+// stacks float64 50 x 4 x 45 TN 0.92x -> 1.10x, 64 x 2 x 40 0.83x -> 1.02x, float32 100 x 4 x
+// 64 TT 0.80x -> 0.95x; float64 3000 x 4 x 64 TN 0.96x -> 1.12x, float32 4000 x 3 x 64 1.48x ->
+// 1.76x. 2 rows lost past the bound (float32 2 x 1000 x 200 11%, 2 x 1000 x 300 12%, float64 2 x
+// 1000 x 1000 46%), more rows were level at 4-8 MB; with AVX2's 16 registers 4-6 rows (blocks of
+// 1-2 vectors) lost 14-35%. See docs/DESIGN.md, "Few rows".
+constexpr int64_t kStreamBlocksMaxBytes = int64_t(4) << 20;
+constexpr int64_t kStreamBlocksPairMaxBytes = int64_t(512) << 10;
+template <typename V, int M>
+bool stream_in_blocks(int64_t n, int64_t k, int64_t elem_bytes, bool ahead) {
+    const int64_t bound = M == 2 ? kStreamBlocksPairMaxBytes : kStreamBlocksMaxBytes;
+    return vector_regs<V> >= 32 && M >= 2 && !ahead && n * k * elem_bytes <= bound;
+}
+
 // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j] for M rows of C, j < n, with B's
 // rows contiguous and streamed once, never packed: partial sums of M rows x as much of B's row
 // as fits chunk_bytes, in `chunk` (the calling thread's, with room for chunk_row_stride's
@@ -213,12 +231,26 @@ void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename L::S*
                  typename V::T* chunk, int64_t chunk_bytes, bool ahead) {
     using T = typename V::T;
     constexpr int W = V::W, P = stream_rows_step<M, vector_regs<V>>, PD = stream_rows_deep_step<M, vector_regs<V>>;
-    if constexpr (std::is_same_v<L, DirectLoad<V>>)
-        if (n <= stream_narrow_nv<V, M> * W)
-            return with_narrow<V, stream_narrow_nv<V, M>>(n, [&](auto tag, auto nv) {
+    if constexpr (std::is_same_v<L, DirectLoad<V>>) {
+        constexpr int NV = stream_narrow_nv<V, M>;
+        if (n <= NV * W)
+            return with_narrow<V, NV>(n, [&](auto tag, auto nv) {
                 stream_rows_narrow<typename decltype(tag)::type, M, nv()>(n, k, alpha, a, rsa, csa, b, rsb, beta, c,
                                                                           rsc);
             });
+        if (stream_in_blocks<V, M>(n, k, sizeof(T), ahead)) {
+            const int64_t vectors = (n + W - 1) / W, blocks = (vectors + NV - 1) / NV;
+            const int64_t per = (vectors + blocks - 1) / blocks * W;
+            for (int64_t j0 = 0; j0 < n; j0 += per) {
+                const int64_t len = n - j0 < per ? n - j0 : per;
+                with_narrow<V, NV>(len, [&](auto tag, auto nv) {
+                    stream_rows_narrow<typename decltype(tag)::type, M, nv()>(len, k, alpha, a, rsa, csa, b + j0, rsb,
+                                                                              beta, c + j0, rsc);
+                });
+            }
+            return;
+        }
+    }
     constexpr int64_t eb = sizeof(typename L::S);  // bytes of an element of B
     const bool deep = PD != P && stream_deep(k, n * eb, rsb * eb);
     const int64_t far = ahead ? stream_far(rsb, eb, deep ? PD : P) : 0;
