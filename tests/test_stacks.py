@@ -212,14 +212,16 @@ def test_last_columns_past_whole_vectors(kernel, shape, dtype, layout):
 # whole vectors go down A's columns (small_tail_columns, column_tail; n = 2 x 16 or 2 x 8 plus
 # the tail, so AVX-512's tails, and AVX2's where they fit), B by rows or by columns (the rest of
 # it copied by rows): one row, partial vectors, passes of 4 vectors +- 1 row, tails of 1-5
-# columns (5: past the bound), alpha and beta against the float64 reference, each item the
-# single product bit for bit, under every kernel.
+# columns (5: past the bound), k short and long (whether k pays for the columns written apart),
+# alpha and beta against the float64 reference, each item the single product bit for bit, under
+# every kernel.
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m", [1, 7, 16, 30, 63, 64, 65, 129])
 @pytest.mark.parametrize("tail", [1, 2, 3, 4, 5])
 @pytest.mark.parametrize("b_by_columns", [False, True])
-def test_column_tail_stacks(kernel, dtype, m, tail, b_by_columns):
-    n, k = (32 if np.dtype(dtype) == np.float32 else 16) + tail, 37
+@pytest.mark.parametrize("k", [9, 37])
+def test_column_tail_stacks(kernel, dtype, m, tail, b_by_columns, k):
+    n = (32 if np.dtype(dtype) == np.float32 else 16) + tail
     rng = np.random.default_rng(m * 10 + tail)
     a = _rand(rng, (5, k, m), dtype).swapaxes(-1, -2)
     b = _rand(rng, (5, n, k), dtype).swapaxes(-1, -2) if b_by_columns else _rand(rng, (5, k, n), dtype)

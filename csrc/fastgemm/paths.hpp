@@ -466,13 +466,16 @@ int64_t small_tail_dots(const KernelTable<T>& uk, const SmallProduct<T>& sp) {
 // whole vectors, 1 to kTailColumnsMax of them and under half a vector, where their t x ceil(m /
 // W) vectors a k step are at most a quarter of the m half-width vectors (a row each) the small
 // kernels spend on them (float32 200 x (30 x 17 x 40) TN: a 1-column tail was a third of the
-// time). Its sums are the small kernels' (and gemm's few-row tail's) bits, so an item stays the
-// single product.
+// time), or where the k steps' saving (a half vector is half a cycle, a full one one) pays 1.5
+// cycles for each of the t x m elements column_tail writes apart (float64 200 x (38 x 18 x 31)
+// 0.89x -> 0.97x NumPy; float32 40 x 20 x 8 lost 14%, 40 x 20 x 24 gained 10%). Its sums are
+// the small kernels' (and gemm's few-row tail's) bits, so an item stays the single product.
 template <typename T>
 int64_t small_tail_columns(const KernelTable<T>& uk, const SmallProduct<T>& sp) {
     const int64_t m = sp.c.rows, n = sp.c.cols, w = uk.lanes, t = n % w;
     if (n < w || t == 0 || t > kTailColumnsMax || 2 * t >= w || sp.a.rs != 1 || sp.a.cs == 1) return 0;
-    return 4 * t * ((m + w - 1) / w) <= m ? t : 0;
+    const int64_t cv = (m + w - 1) / w, k = sp.a.cols;
+    return 4 * t * cv <= m || k * (m - 2 * t * cv) >= 3 * t * m ? t : 0;
 }
 
 // Whether an m x n product whose dots_side is `side` goes to the matrix-vector kernels: one
