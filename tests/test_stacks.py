@@ -99,7 +99,19 @@ def test_one_vector_panel_rows(kernel, m, dtype):
 # (run_dots_copied), as gemm does.
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
-    "shape", [(4, 30, 24), (5, 16, 16), (6, 169, 107), (8, 20, 32), (7, 40, 100), (9, 9, 64), (12, 11, 32)]
+    "shape",
+    [
+        (4, 30, 24),
+        (5, 16, 16),
+        (6, 169, 107),
+        (8, 20, 32),
+        (7, 40, 100),
+        (9, 9, 64),
+        (12, 11, 32),
+        (4, 37, 48),
+        (29, 4, 64),
+        (17, 4, 40),
+    ],
 )
 def test_dot_stacks(kernel, shape, dtype):
     m, n, k = shape

@@ -23,6 +23,7 @@ struct Avx512YmmF32 {
     using reg = __m256;
     using mask = __mmask8;
     static constexpr int W = 8;
+    static constexpr int kVectorRegs = 32;  // ymm0-31: dots' blocks (gemv.hpp)
     static reg zero() { return _mm256_setzero_ps(); }
     static reg set1(T x) { return _mm256_set1_ps(x); }
     static reg loadu(const T* p) { return _mm256_loadu_ps(p); }
@@ -38,6 +39,25 @@ struct Avx512YmmF32 {
     static reg held(reg r) {
         __asm__("" : "+v"(r));
         return r;
+    }
+    // Avx512F32's short dots (gemv.hpp, dots_half_max_k): ((r0 + r4) + (r2 + r6)) + ((r1 + r5) +
+    // (r3 + r7)), and that tree on 8 registers at once, lane l the sum of v[kReduceOrder[l]].
+    static T reduce(reg r) {
+        const __m128 q = _mm_add_ps(_mm256_extractf128_ps(r, 1), _mm256_castps256_ps128(r));
+        const __m128 e = _mm_add_ps(_mm_movehl_ps(q, q), q);
+        return _mm_cvtss_f32(_mm_add_ss(_mm_movehdup_ps(e), e));
+    }
+    static constexpr int kReduceOrder[W] = {0, 2, 4, 6, 1, 3, 5, 7};
+    static reg reduce_w(const reg* v) {
+        reg u[4], w[2];
+        for (int i = 0; i < 4; ++i)  // each register's halves added: v[2i] low, v[2i + 1] high
+            u[i] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x20),
+                                 _mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x31));
+        for (int i = 0; i < 2; ++i)
+            w[i] = _mm256_add_ps(_mm256_shuffle_ps(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm256_shuffle_ps(u[2 * i], u[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+        return _mm256_add_ps(_mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm256_shuffle_ps(w[0], w[1], _MM_SHUFFLE(3, 1, 3, 1)));
     }
 };
 
@@ -76,6 +96,14 @@ struct Avx512F32 {
     static constexpr int kSmallPrefetchB = 8;
     // Lane picks (lanes.hpp: short dots, narrow column copies): lanes from two registers.
     static constexpr int kLanePicksMaxK = 8;
+    // Dots of 4 short rows over 32-64 k steps in 256-bit registers (gemv.hpp, dots_half_max_k):
+    // Zen 4 runs two 256-bit FMAs a cycle against one 512-bit one, and a block's 16 sums take half
+    // the shuffles. Switched per call, 200-item x @ W.T stacks with 4 columns, fastgemm / NumPy:
+    // 59 x 4 x 44 0.87x -> 0.95x, 14 x 4 x 52 0.92x -> 1.07x, 46 x 4 x 61 0.84x -> 0.92x, 4 rows:
+    // 4 x 40 x 50 0.90x -> 1.03x (ten random shapes, 0.87-0.97 of the time each); 2-3 rows or
+    // columns were mixed (10 x 2 x 48 1.16x the time), past 64 even or slower (30 x 4 x 120 1.11x),
+    // float64 lost 26%.
+    static constexpr int64_t kDotsHalfMinK = 32, kDotsHalfMaxK = 64;
     using index = __m512i;
     static index make_index(const int* lane) { return _mm512_loadu_si512(lane); }
     static reg permute2(reg a, index ix, reg b) { return _mm512_permutex2var_ps(a, ix, b); }

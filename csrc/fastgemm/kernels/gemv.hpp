@@ -625,11 +625,26 @@ int64_t dots_rows(int64_t left) {
     return left == 4 ? 4 : std::min<int64_t>(3, left);
 }
 
+// The k from V::kDotsHalfMinK to V::kDotsHalfMaxK over which dots of 4 short rows run in
+// HalfOf<V>'s registers, where the ISA file measured it (else none).
+template <typename V, typename = void>
+constexpr int64_t dots_half_min_k = 0;
+template <typename V>
+constexpr int64_t dots_half_min_k<V, std::void_t<decltype(V::kDotsHalfMinK)>> = V::kDotsHalfMinK;
+template <typename V, typename = void>
+constexpr int64_t dots_half_max_k = 0;
+template <typename V>
+constexpr int64_t dots_half_max_k<V, std::void_t<decltype(V::kDotsHalfMaxK)>> = V::kDotsHalfMaxK;
+
 // C = alpha * A B^T + beta * C for m x n outputs (any strides of C), A's rows and B's rows
-// contiguous along k (x @ W.T), in dots_rows x dots_nr blocks.
+// contiguous along k (x @ W.T), in dots_rows x dots_nr blocks (in the half-width registers
+// where dots_half_max_k says so).
 template <typename V>
 void dots(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda,
           const typename V::T* b, int64_t ldb, typename V::T beta, typename V::T* c, int64_t rsc, int64_t csc) {
+    if constexpr (dots_half_max_k<V> > 0)
+        if (m == 4 && k >= dots_half_min_k<V> && k <= dots_half_max_k<V>)
+            return dots<typename HalfOf<V>::type>(m, n, k, alpha, a, lda, b, ldb, beta, c, rsc, csc);
     for (int64_t i = 0; i < m;) {
         const int64_t rows = dots_rows<V>(m - i);
         with_rows<4>(rows, [&](auto mr) {
