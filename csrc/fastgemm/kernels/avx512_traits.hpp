@@ -40,7 +40,7 @@ struct Avx512YmmF32 {
         __asm__("" : "+v"(r));
         return r;
     }
-    // Avx512F32's short dots (gemv.hpp, dots_half_max_k): ((r0 + r4) + (r2 + r6)) + ((r1 + r5) +
+    // Avx512F32's short dots (gemv.hpp, dots_in_half): ((r0 + r4) + (r2 + r6)) + ((r1 + r5) +
     // (r3 + r7)), and that tree on 8 registers at once, lane l the sum of v[kReduceOrder[l]].
     static T reduce(reg r) {
         const __m128 q = _mm_add_ps(_mm256_extractf128_ps(r, 1), _mm256_castps256_ps128(r));
@@ -96,7 +96,7 @@ struct Avx512F32 {
     static constexpr int kSmallPrefetchB = 8;
     // Lane picks (lanes.hpp: short dots, narrow column copies): lanes from two registers.
     static constexpr int kLanePicksMaxK = 8;
-    // Dots of 4 short rows over 32-64 k steps in 256-bit registers (gemv.hpp, dots_half_max_k):
+    // Dots of 4 short rows over 32-64 k steps in 256-bit registers (gemv.hpp, dots_in_half):
     // Zen 4 runs two 256-bit FMAs a cycle against one 512-bit one, and a block's 16 sums take half
     // the shuffles. Switched per call, 200-item x @ W.T stacks with 4 columns, fastgemm / NumPy:
     // 59 x 4 x 44 0.87x -> 0.95x, 14 x 4 x 52 0.92x -> 1.07x, 46 x 4 x 61 0.84x -> 0.92x, 4 rows:

@@ -232,14 +232,10 @@ void stream_rows(int64_t n, int64_t k, typename V::T alpha, const typename L::S*
     using T = typename V::T;
     constexpr int W = V::W, P = stream_rows_step<M, vector_regs<V>>, PD = stream_rows_deep_step<M, vector_regs<V>>;
     if constexpr (std::is_same_v<L, DirectLoad<V>>) {
+        // Rows within NV vectors are one block.
         constexpr int NV = stream_narrow_nv<V, M>;
-        if (n <= NV * W)
-            return with_narrow<V, NV>(n, [&](auto tag, auto nv) {
-                stream_rows_narrow<typename decltype(tag)::type, M, nv()>(n, k, alpha, a, rsa, csa, b, rsb, beta, c,
-                                                                          rsc);
-            });
-        if (stream_in_blocks<V, M>(n, k, sizeof(T), ahead)) {
-            const int64_t vectors = (n + W - 1) / W, blocks = (vectors + NV - 1) / NV;
+        if (n <= NV * W || stream_in_blocks<V, M>(n, k, sizeof(T), ahead)) {
+            const int64_t vectors = (n + W - 1) / W, blocks = std::max<int64_t>(1, (vectors + NV - 1) / NV);
             const int64_t per = (vectors + blocks - 1) / blocks * W;
             for (int64_t j0 = 0; j0 < n; j0 += per) {
                 const int64_t len = n - j0 < per ? n - j0 : per;
@@ -625,25 +621,21 @@ int64_t dots_rows(int64_t left) {
     return left == 4 ? 4 : std::min<int64_t>(3, left);
 }
 
-// The k from V::kDotsHalfMinK to V::kDotsHalfMaxK over which dots of 4 short rows run in
-// HalfOf<V>'s registers, where the ISA file measured it (else none).
+// Whether dots of 4 short rows run in HalfOf<V>'s registers over V::kDotsHalfMinK to
+// V::kDotsHalfMaxK k steps: where the ISA file measured it.
 template <typename V, typename = void>
-constexpr int64_t dots_half_min_k = 0;
+constexpr bool dots_in_half = false;
 template <typename V>
-constexpr int64_t dots_half_min_k<V, std::void_t<decltype(V::kDotsHalfMinK)>> = V::kDotsHalfMinK;
-template <typename V, typename = void>
-constexpr int64_t dots_half_max_k = 0;
-template <typename V>
-constexpr int64_t dots_half_max_k<V, std::void_t<decltype(V::kDotsHalfMaxK)>> = V::kDotsHalfMaxK;
+constexpr bool dots_in_half<V, std::void_t<decltype(V::kDotsHalfMaxK)>> = true;
 
 // C = alpha * A B^T + beta * C for m x n outputs (any strides of C), A's rows and B's rows
 // contiguous along k (x @ W.T), in dots_rows x dots_nr blocks (in the half-width registers
-// where dots_half_max_k says so).
+// where dots_in_half says so).
 template <typename V>
 void dots(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda,
           const typename V::T* b, int64_t ldb, typename V::T beta, typename V::T* c, int64_t rsc, int64_t csc) {
-    if constexpr (dots_half_max_k<V> > 0)
-        if (m == 4 && k >= dots_half_min_k<V> && k <= dots_half_max_k<V>)
+    if constexpr (dots_in_half<V>)
+        if (m == 4 && k >= V::kDotsHalfMinK && k <= V::kDotsHalfMaxK)
             return dots<typename HalfOf<V>::type>(m, n, k, alpha, a, lda, b, ldb, beta, c, rsc, csc);
     for (int64_t i = 0; i < m;) {
         const int64_t rows = dots_rows<V>(m - i);
