@@ -124,12 +124,23 @@ def test_dot_stacks(kernel, shape, dtype):
                 assert np.array_equal(c[4], fastgemm.matmul(a[4], b if b.ndim == 2 else b[4]))
 
 
-# Narrow items (2-3 columns, k short of the narrow bound) that go to the dot kernel from
-# narrow_dots_pay (AVX-512's lanes; elsewhere the small kernels, checked the same way), in a
+# Narrow items (2-4 columns) that go to the dot kernel where narrow_dots_pay says so for the
+# kernel set (float64 4 x 56 on AVX-512's costs, NT only; 4 x 128 there from min_k, but not on
+# avx2, whose 4 float64 lanes it fills; elsewhere the small kernels, checked the same way), in a
 # stack whose long operand (x) passes half of L3: each item's dots then
 # prefetch the next item's x a chunk of rows ahead (run_dots' next_l), which must not change a
 # bit of any item; W per item (NT) or B by rows copied along k (NN).
-@pytest.mark.parametrize("dtype, n, k", [(np.float64, 2, 64), (np.float64, 3, 64), (np.float32, 2, 32)])
+@pytest.mark.parametrize(
+    "dtype, n, k",
+    [
+        (np.float64, 2, 64),
+        (np.float64, 3, 64),
+        (np.float64, 4, 56),
+        (np.float64, 4, 128),
+        (np.float32, 2, 32),
+        (np.float32, 4, 32),
+    ],
+)
 @pytest.mark.parametrize("layout", ["NT", "NN"])
 def test_narrow_dot_stack_from_memory(kernel, dtype, n, k, layout):
     m, itemsize = 64, np.dtype(dtype).itemsize

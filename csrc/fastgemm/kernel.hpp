@@ -198,6 +198,15 @@ constexpr int64_t kTailDotsBytes = 16 * 1024;
 // The most columns of an item's tail small_stack takes down A's columns (column_tail).
 constexpr int kTailColumnsMax = 4;
 
+// Costs for x @ W.T with a C of n <= kDotsMaxSide columns, fewer than a vector's lanes
+// (narrow_dots_pay, paths.hpp), in quarter cycles: the dot kernels take a row of C in
+// fma x n x ceil(k / lanes) + sum x n, the small kernels in per_k x k, and the path that reads B
+// in place spares the other's copy of its n x k elements (copy each). From min_k on (0: never)
+// any such C takes the dots.
+struct NarrowDots {
+    int64_t fma, sum, per_k, copy, min_k;
+};
+
 // Which path a product takes, by shape; see docs/DESIGN.md, "Shape-specific paths".
 struct Tuning {
     int64_t direct_max_m;    // up to this many rows B is read in place, not packed (0: never)
@@ -225,6 +234,9 @@ struct Tuning {
     int64_t f64_dots_l2_max_m;     // the same for float64
     int64_t f32_dots_idle_max_n;   // float32 x @ W.T with up to this many columns of C that leave lanes idle
                                    // (lanes_idle) as dot products from kDotsIdleMinK (0: never)
+    // Narrow x @ W.T as dot products (NarrowDots); the defaults are Zen 4's float32 AVX-512 fit.
+    NarrowDots f32_narrow_dots{4, 6, 2, 0, 48};
+    NarrowDots f64_narrow_dots{4, 6, 2, 0, 128};
 };
 
 // Low-precision inputs (S = bfloat16_t or float16_t) on the float32 kernels: packers that

@@ -305,18 +305,15 @@ inline bool few_row_groups_fit(const Tuning& t, int64_t m, int64_t n, int64_t k,
 
 // Products with at most kDotsMaxSide rows or columns of C as dot products of rows along k:
 // x @ W.T with few rows of x (B's columns contiguous along k) from kDotsFewRowsMinKBytes of k,
-// or a narrow C (n <= 4: C^T = B^T A^T, A's rows streamed once against B's few columns) from
-// kDotsMinK, float32 from kDotsNarrowMinK. The few rows or columns of the short side are copied
+// or a narrow C (n <= 4: C^T = B^T A^T, A's rows streamed once against B's few columns) where
+// narrow_dots_pay says so. The few rows or columns of the short side are copied
 // along k when they are not (a copy of at most 4 x k elements); the long side must be. The small
 // path would copy or read all of the long operand per 4-row group and the packed one pack it for
 // those few rows or columns. On Zen 4 few rows won from 96 bytes of k (12 float64, 24 float32:
-// 1.0-2.4x the small path on both kernel sets; 64 bytes lost at 4 rows), and float32 narrow C
-// from k = 48 (2-4 of 16 lanes on the small path); below that (and below k = 128 for float64)
-// where narrow_dots_pay says so. See docs/DESIGN.md, "Dot products".
+// 1.0-2.4x the small path on both kernel sets; 64 bytes lost at 4 rows). See docs/DESIGN.md,
+// "Dot products".
 constexpr int64_t kDotsMaxSide = 4;
-constexpr int64_t kDotsMinK = 128;
 constexpr int64_t kDotsFewRowsMinKBytes = 96;
-constexpr int64_t kDotsNarrowMinK = 48;
 
 // Rows of a stack's long operand run_dots prefetches ahead of the dots on the same rows.
 constexpr int64_t kDotsAheadRows = 8;
@@ -392,14 +389,20 @@ constexpr int64_t kDotsL2FewRows = 12, kDotsL2FewRowsMinKBytes = 512;
 constexpr int64_t kDotsL2NarrowMinN = 9, kDotsL2NarrowMaxN = 11, kDotsL2NarrowMinKBytes = 256;
 constexpr int64_t kDotsIdleMinK = 128;
 
-// Whether the dot kernel beats the small kernels on a C of n <= kDotsMaxSide columns (A's rows
-// along k) short of the narrow thresholds: the small kernels take a row of C in k half-width
-// FMAs (two a cycle on Zen 4), the dot kernel in n x (ceil(k / lanes) full-width FMAs, one a
-// cycle, and about 1.5 adding up the lanes); from kDotsRowsMinK (float32 2000 x 2 x 12 lost
-// 6% at 12). Where full-width FMAs run as fast as half-width ones the dots gain more, so the
-// rule errs toward the small kernels. See docs/DESIGN.md, "Dot products".
-constexpr bool narrow_dots_pay(int64_t n, int64_t k, int64_t lanes) {
-    return k >= kDotsRowsMinK && 2 * n * ((k + lanes - 1) / lanes) + 3 * n <= k;
+// Whether the dot kernel beats the small kernels on an m x n C (n <= kDotsMaxSide, A's rows
+// along k), by the set's costs d (NarrowDots) from kDotsRowsMinK (float32 2000 x 2 x 12 lost 6%
+// at 12): never where n fills the small kernels' vector (no lanes idle), always from d.min_k.
+// b_along_k: B's columns contiguous along k (W.T), which the dots read in place and the small
+// kernels copy; b_by_rows the other way round. See docs/DESIGN.md, "Dot products".
+constexpr bool narrow_dots_pay(const NarrowDots& d, int64_t m, int64_t n, int64_t k, int64_t lanes, bool b_along_k,
+                               bool b_by_rows) {
+    if (k < kDotsRowsMinK) return false;
+    if (d.min_k != 0 && k >= d.min_k) return true;
+    if (n >= lanes) return false;
+    const double copy = double(d.copy * n * k);
+    const double dots = double(m) * double(n * (d.fma * ((k + lanes - 1) / lanes) + d.sum));
+    const double small = double(m) * double(d.per_k * k);
+    return dots + (b_by_rows && !b_along_k ? copy : 0.0) <= small + (b_along_k && !b_by_rows ? copy : 0.0);
 }
 
 template <typename T>
@@ -407,9 +410,9 @@ int dots_side(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c) 
     const Tuning& t = ks.tuning;
     const int64_t k = a.cols;
     if (c.rows <= kDotsMaxSide && b.rs == 1) return k * int64_t(sizeof(T)) >= kDotsFewRowsMinKBytes ? 1 : 0;
-    const int64_t narrow_min_k = sizeof(T) == 4 ? kDotsNarrowMinK : kDotsMinK;
     if (c.cols <= kDotsMaxSide && a.cs == 1 &&
-        (k >= narrow_min_k || narrow_dots_pay(c.cols, k, main_table<T>(ks).lanes)))
+        narrow_dots_pay(sizeof(T) == 4 ? t.f32_narrow_dots : t.f64_narrow_dots, c.rows, c.cols, k,
+                        main_table<T>(ks).lanes, b.rs == 1, b.cs == 1))
         return 2;
     if (a.cs != 1 || b.rs != 1) return 0;
     const KernelTable<T>& uk = main_table<T>(ks);

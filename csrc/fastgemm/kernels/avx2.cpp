@@ -252,13 +252,20 @@ struct Avx2I8 {
 // or columns as dot products in both types ("Dot products"); no few-row groups past 6 rows (Zen 4,
 // session 23: 1.07x the packed path at 16 x 512 x 512, 0.63-0.91x at 12 x 2048 x 2048 and from 32
 // rows); float32 x @ W.T of 5-6 columns as dots (Zen 4 running avx2, session 27: 1.4-1.9x the
-// small kernels; 10 columns lost, 0.78-0.90x). Head columns only matter in place; see
+// small kernels; 10 columns lost, 0.78-0.90x); x @ W.T of 2 to lanes - 1 columns as dots from k =
+// 16, never a whole vector of them (Zen 4 running avx2, session 39: 0.25-0.74x the masked small
+// kernels' time; float64 4 columns 1.0-2.0x, k 16-512). Head columns only matter in place; see
 // docs/DESIGN.md, "Measured decisions".
+constexpr Tuning avx2_tuning = [] {
+    Tuning t{0, 0, int64_t(128) * 128 * 128, 16, 6, 12, 80, 4, 0, 0, 24, 24, 1, 8, 0, 0, 0, 6};
+    t.f32_narrow_dots = {2, 6, 4, 0, 48};
+    t.f64_narrow_dots = {2, 6, 4, 0, 0};
+    return t;
+}();
 constexpr KernelSet avx2_kernels{
-    "avx2", "AVX2+FMA", &runs_avx2,
-    Tuning{0, 0, int64_t(128) * 128 * 128, 16, 6, 12, 80, 4, 0, 0, 24, 24, 1, 8, 0, 0, 0, 6},
-    kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(), kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
-    kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(), kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
+    "avx2", "AVX2+FMA", &runs_avx2, avx2_tuning, kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(),
+    kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(), kernels::kernel_table<Avx2F32, 6, 2, kSmallPanel>(),
+    kernels::kernel_table<Avx2F64, 6, 2, kSmallPanel>(),
     kernels::lowp_kernels<Avx2F32, Avx2Bf16, Avx2F16, Avx2Narrow, 6, 2>(),
     // 4 x 16 int32: 8 accumulators (6 x 16 spilled); see docs/DESIGN.md, "int8 products".
     kernels::int8_kernels<Avx2I8, 4, 2>("AVX2 vpmaddwd")};
