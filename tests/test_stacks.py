@@ -439,12 +439,17 @@ def test_stack_items_with_narrow_c_equal_single_products(kernel, shape, dtype, a
 # where gemm computes C^T (m < k) or ends in dot products or few-row tails (35 x 9 x 55 float64,
 # 50 x 17 x 50 float32: C^T for the whole item in a stack), items of more rows than k that a
 # stack computes as C^T by transposed_pays' lane count (40 x 18 x 20, 39 x 18 x 32, 46 x 5 x
-# 11), and a few-row, narrow product gemm
-# gives the dot kernels before its few-column form (3 x 2 x 200).
+# 11), a few-row, narrow product gemm gives the dot kernels before its few-column form (3 x 2 x
+# 200), and copies of B whose rows end in over half a vector past the first (13 and 14 float64
+# columns, 29 float32; k = 37 leaves rows past the last whole transpose) that a stack pads to
+# whole vectors.
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
     [
+        (13, 13, 64),
+        (20, 14, 37),
+        (12, 29, 37),
         (7, 6, 10),
         (3, 24, 8),
         (16, 16, 16),

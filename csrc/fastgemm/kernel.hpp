@@ -137,9 +137,10 @@ struct KernelTable {
                         int64_t csa, const T* b, int64_t rsb, T beta, T* c, int64_t rsc, int64_t tail);
     // `small_stack` for runs with B stored by columns (column j at b + j * csb, contiguous), or
     // with C so (at c + j * csc; rows of B contiguous, beta 0): each item's B copied row-major
-    // into t (k x n elements) before it, or its C computed there (m x n) and transposed into
-    // place (where transposed_min_k is set, transposed from registers, t unused). B's last
-    // `tail` columns (small_tail_columns; A stored by columns) go down A's columns, not copied.
+    // into t (k rows of room for n rounded up to whole vectors) before it, or its C computed
+    // there (m x n) and transposed into place (where transposed_min_k is set, transposed from
+    // registers, t unused). B's last `tail` columns (small_tail_columns; A stored by columns) go
+    // down A's columns, not copied.
     void (*small_stack_b_cols)(const StackRun& run, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,
                                int64_t csa, const T* b, int64_t csb, T beta, T* c, int64_t rsc, T* t, int64_t tail);
     void (*small_stack_c_cols)(const StackRun& run, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa,

@@ -242,8 +242,11 @@ template <typename V>
 // % W rows too, from half a vector, through masked loads), else W columns at a time, so only W
 // of its lines are live whatever cs (64 columns at a time, 1 KiB apart, fell into 4 of L1's
 // sets and missed on every element); the last cols % W columns likewise, the missing ones zero
-// and the stores masked.
-template <typename V>
+// and the stores masked. WHOLE: dst's rows have room for whole vectors (ld at least cols rounded
+// up to W), and the last columns go through W x W transposes stored whole, their missing columns
+// zero, where the narrower transposes and masked stores (microcoded on AMD cores) took 31% of
+// float64 512 x (13 x 13 x 64) q @ k.T stacks.
+template <typename V, bool WHOLE = false>
 void copy_columns(int64_t rows, int64_t cols, const typename V::T* src, int64_t cs, typename V::T* dst, int64_t ld) {
     constexpr int W = V::W;
     // Fewer rows than a vector, interleaved back to back (B of x @ w with 2-4 columns copied
@@ -283,7 +286,8 @@ void copy_columns(int64_t rows, int64_t cols, const typename V::T* src, int64_t 
     // Through the half-width registers' transposes (a block and a part for over half a vector):
     // a W x W transpose spends as many shuffles on the missing columns' zero rows as on these.
     using H = typename HalfOf<V>::type;
-    if constexpr (has_half<V> && has_transpose<H>) return copy_columns<H>(rows, rem, src + j * cs, cs, dst + j, ld);
+    if constexpr (!WHOLE && has_half<V> && has_transpose<H>)
+        return copy_columns<H>(rows, rem, src + j * cs, cs, dst + j, ld);
     int64_t i = 0;
     if constexpr (has_transpose<V>) {
         const typename V::mask mk = V::lanes(rem);
@@ -298,7 +302,10 @@ void copy_columns(int64_t rows, int64_t cols, const typename V::T* src, int64_t 
             V::transpose(r);
             typename V::T* d = dst + i * ld + j;
 #pragma GCC unroll 16
-            for (int q = 0; q < W; ++q, d = opaque_step(d, ld)) V::mask_storeu(d, mk, r[q]);
+            for (int q = 0; q < W; ++q, d = opaque_step(d, ld)) {
+                if constexpr (WHOLE) V::storeu(d, r[q]);
+                else V::mask_storeu(d, mk, r[q]);
+            }
         }
     }
     for (; i < rows; ++i)

@@ -889,7 +889,8 @@ void transposed_product(int64_t m, int64_t n, int64_t k, typename V::T alpha, co
 
 // Runs of small products with B or C stored by columns (x @ W.T, x.T @ W.T stacks), the moves
 // decided once for the run instead of by gemm per item (float32 1000 x 16^3 x.T @ W.T items
-// copied item by item ran at 0.68x NumPy). t: scratch for one item's B (k x n) or C (m x n).
+// copied item by item ran at 0.68x NumPy). t: scratch for one item's B (k x n, n rounded up to
+// whole vectors) or C (m x n).
 // small_stack_b_cols: column j of an item's B at b + j * csb, contiguous; each item's B copied
 // row-major into t before it (the previous item's `after` copies the next one's), but for its
 // last `tail` columns, which go down A's columns (column_tail, A stored by columns) reading B
@@ -899,18 +900,41 @@ void small_stack_b_cols(const StackRun& s, int64_t m, int64_t n, int64_t k, type
                         int64_t rsa, int64_t csa, const typename V::T* b, int64_t csb, typename V::T beta,
                         typename V::T* c, int64_t rsc, typename V::T* t, int64_t tail) {
     using T = typename V::T;
+    constexpr int W = V::W;
     const int64_t j0 = n - tail;
-    with_column_copy<V>(k, j0, [&](auto copy) {
-        copy(b, csb, t, j0);
+    // Rows of t in whole vectors where B's copy ends in over half of one past the first
+    // (copy_columns' WHOLE; at most half, the half-width transposes waste less): the small
+    // kernels still load that part masked, so the padding is never read.
+    const bool whole = has_transpose<V> && j0 > W && 2 * (j0 % W) > W;
+    const int64_t ldt = whole ? (j0 + W - 1) / W * W : j0;
+    // The next item's B prefetched into L2 once this item's copy is made: each copy is the
+    // first read of its item's B, and from L3 it waited on the lines (float64 512 x (13 x 13 x
+    // 64) q @ k.T: the copy's loads its hottest instructions).
+    auto fetch = [&](const T* bi) {
+        for (int64_t j = 0; j < j0; ++j) {
+            const T* col = bi + j * csb;
+            for (int64_t p = 0; p < k; p += 64 / int64_t(sizeof(T))) __builtin_prefetch(col + p, 0, 2);
+            __builtin_prefetch(col + k - 1, 0, 2);
+        }
+    };
+    auto run = [&](auto copy) {
+        copy(b, csb, t, ldt);
+        if (s.count > 1 && s.sb != 0) fetch(b + s.sb);
         int64_t i = 0;
-        stack_items<V, PV>(StackRun{s.count, s.sa, 0, s.sc, s.next_ahead}, m, j0, k, alpha, a, rsa, csa, t, j0, beta, c,
-                           rsc, [&](const T* ai, const T*, T* ci) {
+        stack_items<V, PV>(StackRun{s.count, s.sa, 0, s.sc, s.next_ahead}, m, j0, k, alpha, a, rsa, csa, t, ldt, beta,
+                           c, rsc, [&](const T* ai, const T*, T* ci) {
                                if (tail)
                                    column_tail<V>(m, k, tail, alpha, ai, csa, b + i * s.sb + j0 * csb, 1, csb, beta,
                                                   ci + j0, rsc);
-                               if (++i < s.count && s.sb != 0) copy(b + i * s.sb, csb, t, j0);
+                               if (++i < s.count && s.sb != 0) {
+                                   copy(b + i * s.sb, csb, t, ldt);
+                                   if (i + 1 < s.count) fetch(b + (i + 1) * s.sb);
+                               }
                            });
-    });
+    };
+    if (whole)
+        run([&](const T* src, int64_t cs, T* dst, int64_t ld) { copy_columns<V, true>(k, j0, src, cs, dst, ld); });
+    else with_column_copy<V>(k, j0, run);
 }
 
 // small_stack_c_cols: column j of an item's C at c + j * csc, contiguous, rows of A and B
