@@ -203,7 +203,7 @@ constexpr int kTailColumnsMax = 4;
 // (narrow_dots_pay, paths.hpp), in quarter cycles: the dot kernels take a row of C in
 // fma x n x ceil(k / lanes) + sum x n, the small kernels in per_k x k, and the path that reads B
 // in place spares the other's copy of its n x k elements (copy each). From min_k on (0: never)
-// any such C takes the dots.
+// any C of at most kDotsMaxSide columns takes the dots, whatever the lanes.
 struct NarrowDots {
     int64_t fma, sum, per_k, copy, min_k;
 };
@@ -235,7 +235,8 @@ struct Tuning {
     int64_t f64_dots_l2_max_m;     // the same for float64
     int64_t f32_dots_idle_max_n;   // float32 x @ W.T with up to this many columns of C that leave lanes idle
                                    // (lanes_idle) as dot products from kDotsIdleMinK (0: never)
-    // Narrow x @ W.T as dot products (NarrowDots); the defaults are Zen 4's float32 AVX-512 fit.
+    // Narrow x @ W.T as dot products (NarrowDots); the defaults are session 31's rule, fitted
+    // on Zen 4's float32 AVX-512 kernels.
     NarrowDots f32_narrow_dots{4, 6, 2, 0, 48};
     NarrowDots f64_narrow_dots{4, 6, 2, 0, 128};
 };

@@ -64,7 +64,7 @@ struct Avx512I8 : Avx512I32 {
 // float64 lost from 40 rows); float32 x @ W.T of 5-6 or 9-12 columns as dots on Zen 4 (session
 // 27: up to 1.5x the small kernels, lowest 0.95x, none below NumPy); float64 x @ W.T of 2-4
 // columns as dots where NarrowDots' costs fitted on Zen 4 say so (session 39: the half-width
-// small kernels ran 4 FMAs in 3 cycles, a dot's sum cost 3; 0.84-0.89x the time at 4 columns from
+// small kernels ran 4 FMAs in 3 cycles, a dot's sum cost 3.25; 0.84-0.89x the time at 4 columns from
 // k = 40); see docs/DESIGN.md, "Measured decisions".
 constexpr Tuning avx512_tuning = [] {
     Tuning t{0, 0, int64_t(512) * 512 * 512, 16, 6, 0, 256, 4, 2, 192, 24, 24, 1, 8, 30, 64, 32, 12};
