@@ -50,7 +50,7 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
             OrientedRun r = orient_run(sp.transposed, len, in, oa, ob);
             r.run.next_ahead = next_ahead;
             if (moved) {
-                const int64_t cols = (sp.c.cols + table.lanes - 1) / table.lanes * table.lanes;
+                const int64_t cols = round_up(sp.c.cols, table.lanes);  // small_stack_b_cols' rows
                 T* t = static_cast<T*>(thread_scratch(size_t(std::max(sp.c.rows, k) * cols) * sizeof(T)));
                 if (small == SmallItem::b_columns)
                     return table.small_stack_b_cols(r.run, sp.c.rows, sp.c.cols, k, alpha, sp.a.data + r.oa, sp.a.rs,

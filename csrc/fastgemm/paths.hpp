@@ -392,9 +392,8 @@ constexpr int64_t kDotsIdleMinK = 128;
 // Whether the dot kernel beats the small kernels on an m x n C (n <= kDotsMaxSide, A's rows
 // along k), by the set's costs d (NarrowDots) from kDotsRowsMinK (float32 2000 x 2 x 12 lost 6%
 // at 12): always from d.min_k, else never where n fills the small kernels' vector (no lanes
-// idle).
-// b_along_k: B's columns contiguous along k (W.T), which the dots read in place and the small
-// kernels copy; b_by_rows the other way round. See docs/DESIGN.md, "Dot products".
+// idle). b_along_k: B's columns contiguous along k (W.T), which the dots read in place and the
+// small kernels copy; b_by_rows the other way round. See docs/DESIGN.md, "Dot products".
 constexpr bool narrow_dots_pay(const NarrowDots& d, int64_t m, int64_t n, int64_t k, int64_t lanes, bool b_along_k,
                                bool b_by_rows) {
     if (k < kDotsRowsMinK) return false;

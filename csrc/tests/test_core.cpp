@@ -505,7 +505,7 @@ void stack_cols(const fastgemm::KernelSet& ks) {
                     for (int64_t j = 0; j < n; ++j)
                         c[size_t(at_c(i, r, j))] = c_cols ? std::numeric_limits<T>::quiet_NaN() : T(int(r - j));
             const std::vector<T> c0 = c;
-            std::vector<T> t(size_t(std::max(m, k) * ((n + w - 1) / w * w)));
+            std::vector<T> t(size_t(std::max(m, k) * fastgemm::round_up(n, w)));
             const fastgemm::StackRun run{count, sa, sb, sc};
             if (c_cols)
                 uk.small_stack_c_cols(run, m, n, k, T(-2), a.data(), lda, b.data(), ldb, c.data(), ldc, t.data());
@@ -552,7 +552,7 @@ void stack_column_tail(const fastgemm::KernelSet& ks) {
                     const std::vector<T> c0 = c;
                     const T beta = beta0 ? T(0) : T(2);
                     const fastgemm::StackRun run{count, sa, sb, sc};
-                    std::vector<T> t(size_t(std::max(m, k) * ((n + w - 1) / w * w)));
+                    std::vector<T> t(size_t(std::max(m, k) * fastgemm::round_up(n, w)));
                     if (b_cols)
                         uk.small_stack_b_cols(run, m, n, k, T(-2), a.data(), 1, lda, b.data(), ldb, beta, c.data(), ldc,
                                               t.data(), tail);

@@ -907,29 +907,27 @@ void small_stack_b_cols(const StackRun& s, int64_t m, int64_t n, int64_t k, type
     // kernels still load that part masked, so the padding is never read.
     const bool whole = has_transpose<V> && j0 > W && 2 * (j0 % W) > W;
     const int64_t ldt = whole ? (j0 + W - 1) / W * W : j0;
-    // The next item's B prefetched into L2 once this item's copy is made: each copy is the
-    // first read of its item's B, and from L3 it waited on the lines (float64 512 x (13 x 13 x
-    // 64) q @ k.T: the copy's loads its hottest instructions).
-    auto fetch = [&](const T* bi) {
-        for (int64_t j = 0; j < j0; ++j) {
-            const T* col = bi + j * csb;
-            for (int64_t p = 0; p < k; p += 64 / int64_t(sizeof(T))) __builtin_prefetch(col + p, 0, 2);
-            __builtin_prefetch(col + k - 1, 0, 2);
-        }
-    };
     auto run = [&](auto copy) {
-        copy(b, csb, t, ldt);
-        if (s.count > 1 && s.sb != 0) fetch(b + s.sb);
+        // Item i's B copied into t, then the next item's prefetched into L2: each copy is the
+        // first read of its item's B, and from L3 it waited on the lines (float64 512 x (13 x 13
+        // x 64) q @ k.T: the copy's loads its hottest instructions).
+        auto take = [&](int64_t i) {
+            copy(b + i * s.sb, csb, t, ldt);
+            if (s.sb == 0 || i + 1 == s.count) return;
+            for (int64_t j = 0; j < j0; ++j) {
+                const T* col = b + (i + 1) * s.sb + j * csb;
+                for (int64_t p = 0; p < k; p += 64 / int64_t(sizeof(T))) __builtin_prefetch(col + p, 0, 2);
+                __builtin_prefetch(col + k - 1, 0, 2);
+            }
+        };
+        take(0);
         int64_t i = 0;
         stack_items<V, PV>(StackRun{s.count, s.sa, 0, s.sc, s.next_ahead}, m, j0, k, alpha, a, rsa, csa, t, ldt, beta,
                            c, rsc, [&](const T* ai, const T*, T* ci) {
                                if (tail)
                                    column_tail<V>(m, k, tail, alpha, ai, csa, b + i * s.sb + j0 * csb, 1, csb, beta,
                                                   ci + j0, rsc);
-                               if (++i < s.count && s.sb != 0) {
-                                   copy(b + i * s.sb, csb, t, ldt);
-                                   if (i + 1 < s.count) fetch(b + (i + 1) * s.sb);
-                               }
+                               if (++i < s.count && s.sb != 0) take(i);
                            });
     };
     if (whole)
