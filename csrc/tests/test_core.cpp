@@ -599,33 +599,42 @@ void dots_check(const fastgemm::KernelSet& ks) {
                            std::string(ks.name) + " " + type_name<T>() + " dots blocks as single dots " +
                                std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
                 }
-    for (int64_t m : {1, 2, 3, 4, 5, 7, 8, 9})
-        for (int64_t n : {1, 3, 4, 5, 6, 9, 11})
-            for (int64_t k : {int64_t(1), w - 1, w, w + 1, 3 * w + 2})
-                for (T beta : {T(0), T(2)}) {
-                    if (k < 1) continue;
-                    const int64_t lda = k + 1, ldb = k + 3, rsc = 2 * n + 1, csc = 2;
-                    std::vector<T> a(size_t(m * lda)), b(size_t(n * ldb)),
-                        c(size_t(m * rsc), beta == T(0) ? nan : T(1));
-                    for (size_t e = 0; e < a.size(); ++e) a[e] = T(int64_t(e % 7) - 3);
-                    for (size_t e = 0; e < b.size(); ++e) b[e] = T(int64_t(e % 5) - 2);
-                    uk.dots(m, n, k, T(0.5), a.data(), lda, b.data(), ldb, beta, c.data(), rsc, csc);
-                    bool ok = true;
-                    for (int64_t i = 0; i < m; ++i)
-                        for (int64_t e = 0; e < rsc; ++e) {
-                            const T got = c[size_t(i * rsc + e)];
-                            if (e % csc != 0 || e / csc >= n) {
+    // C by rows with gaps between elements, by rows with gaps between rows (each row of a block
+    // one masked store) and by columns (each column one): every element off C stays as it was.
+    for (int layout = 0; layout < 3; ++layout)
+        for (int64_t m : {1, 2, 3, 4, 5, 7, 8, 9})
+            for (int64_t n : {1, 3, 4, 5, 6, 9, 11})
+                for (int64_t k : {int64_t(1), w - 1, w, w + 1, 3 * w + 2})
+                    for (T beta : {T(0), T(2)}) {
+                        if (k < 1) continue;
+                        const int64_t lda = k + 1, ldb = k + 3;
+                        const int64_t rsc = layout == 0 ? 2 * n + 1 : layout == 1 ? n + 3 : 1;
+                        const int64_t csc = layout == 0 ? 2 : layout == 1 ? 1 : m + 2;
+                        std::vector<T> a(size_t(m * lda)), b(size_t(n * ldb)),
+                            c(size_t((m - 1) * rsc + (n - 1) * csc + 8), beta == T(0) ? nan : T(1));
+                        std::vector<int> at(c.size(), -1);  // output index i * n + j there, else -1
+                        for (int64_t i = 0; i < m; ++i)
+                            for (int64_t j = 0; j < n; ++j) at[size_t(i * rsc + j * csc)] = int(i * n + j);
+                        for (size_t e = 0; e < a.size(); ++e) a[e] = T(int64_t(e % 7) - 3);
+                        for (size_t e = 0; e < b.size(); ++e) b[e] = T(int64_t(e % 5) - 2);
+                        uk.dots(m, n, k, T(0.5), a.data(), lda, b.data(), ldb, beta, c.data(), rsc, csc);
+                        bool ok = true;
+                        for (size_t e = 0; e < c.size(); ++e) {
+                            const T got = c[e];
+                            if (at[e] < 0) {
                                 ok = ok && (beta == T(0) ? got != got : got == T(1));
                                 continue;
                             }
+                            const int64_t i = at[e] / n, j = at[e] % n;
                             double dot = 0;
                             for (int64_t p = 0; p < k; ++p)
-                                dot += double(a[size_t(i * lda + p)]) * double(b[size_t(e / csc * ldb + p)]);
+                                dot += double(a[size_t(i * lda + p)]) * double(b[size_t(j * ldb + p)]);
                             ok = ok && double(got) == 0.5 * dot + double(beta);
                         }
-                    report(ok, std::string(ks.name) + " " + type_name<T>() + " dots " + std::to_string(m) + "x" +
-                                   std::to_string(n) + "x" + std::to_string(k) + " beta " + std::to_string(int(beta)));
-                }
+                        report(ok, std::string(ks.name) + " " + type_name<T>() + " dots " + std::to_string(m) + "x" +
+                                       std::to_string(n) + "x" + std::to_string(k) + " beta " +
+                                       std::to_string(int(beta)) + " layout " + std::to_string(layout));
+                    }
 }
 
 // small in k chunks (small_chunks_b): the bits of one pass over k, which the first n columns of

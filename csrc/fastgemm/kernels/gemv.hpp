@@ -530,7 +530,7 @@ void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename L::S* x
     }
 }
 
-// Whether V sums W registers at once in V::reduce's tree (V::reduce_w, V::kReduceOrder).
+// Whether V sums W registers at once in V::reduce's tree (V::reduce_w: lane l the sum of v[l]).
 template <typename V, typename = void>
 constexpr bool has_reduce_w = false;
 template <typename V>
@@ -540,7 +540,10 @@ constexpr bool has_reduce_w<V, std::void_t<decltype(V::reduce_w)>> = true;
 // rows contiguous along k: MR + NR loads, each held in a register (V::held), feed MR x NR FMAs;
 // each dot keeps W partial sums and adds them up at the end in V::reduce's tree, the same order
 // for every output: W dots at once (V::reduce_w) where the ISA has it and the block has at least
-// W / 2 dots, else one at a time.
+// W / 2 dots, else one at a time. Reduced W at a time, the block's rows (C's columns where rsc
+// is 1) go in order into the lanes, so each row of C leaves in one masked store where csc is 1
+// and a row fits a register whole (16 scalar stores took a fifth of float32 12 x 12 x 64 q @
+// k.T).
 template <typename V, int MR, int NR>
 void dots_block(int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda, const typename V::T* b,
                 int64_t ldb, typename V::T beta, typename V::T* c, int64_t rsc, int64_t csc) {
@@ -570,19 +573,49 @@ void dots_block(int64_t k, typename V::T alpha, const typename V::T* a, int64_t 
         cij = beta == T(0) ? scaled : std::fma(beta, cij, scaled);
     };
     if constexpr (has_reduce_w<V> && 2 * N >= W) {
-        // Register g: the dots of acc[g W .. g W + W) (zero registers past N) in V::kReduceOrder.
         constexpr int G = (N + W - 1) / W;
-        alignas(64) T sums[G * W];
+        R sums[G];  // lane l of sums[g]: alpha * the dot of acc[at(g W + l)] (zero past N)
+        auto reduce_all = [&](auto at) {
 #pragma GCC unroll 2
-        for (int g = 0; g < G; ++g) {
-            R v[W];
+            for (int g = 0; g < G; ++g) {
+                R v[W];
 #pragma GCC unroll 16
-            for (int l = 0; l < W; ++l) v[l] = g * W + l < N ? acc[g * W + l] : V::zero();
-            V::storeu(sums + g * W, V::mul(V::reduce_w(v), V::set1(alpha)));
-        }
+                for (int l = 0; l < W; ++l) v[l] = g * W + l < N ? acc[at(g * W + l)] : V::zero();
+                sums[g] = V::mul(V::reduce_w(v), V::set1(alpha));
+            }
+        };
+        // L lines of E outputs contiguous in C, ld apart from `first`, output x of line e at
+        // acc[at(e E + x)]: each line one masked store (E divides W: no line spans two registers).
+        auto lines = [&](auto len, auto count, auto at, T* first, int64_t ld) {
+            constexpr int E = decltype(len)::value, L = decltype(count)::value;
+            reduce_all(at);
+            const R vb = V::set1(beta);
+#pragma GCC unroll 16
+            for (int e = 0; e < L; ++e) {
+                const int s = e * E % W;  // the line's first lane; lanes out of the mask are never touched
+                const typename V::mask mk = typename V::mask(V::lanes(s + E) ^ V::lanes(s));
+                T* p = first + e * ld - s;
+                R r = sums[e * E / W];
+                if (beta != T(0)) r = V::fmadd(vb, V::maskz_loadu(mk, p), r);
+                V::mask_storeu(p, mk, r);
+            }
+        };
+        if constexpr (W % NR == 0)
+            if (csc == 1)
+                return lines(
+                    std::integral_constant<int, NR>{}, std::integral_constant<int, MR>{}, [](int q) { return q; }, c,
+                    rsc);
+        if constexpr (W % MR == 0)
+            if (rsc == 1)
+                return lines(
+                    std::integral_constant<int, MR>{}, std::integral_constant<int, NR>{},
+                    [](int l) { return l % MR * NR + l / MR; }, c, csc);
+        reduce_all([](int q) { return q; });
+        alignas(64) T out[G * W];
+#pragma GCC unroll 2
+        for (int g = 0; g < G; ++g) V::storeu(out + g * W, sums[g]);
 #pragma GCC unroll 32
-        for (int l = 0; l < G * W; ++l)
-            if (const int q = l / W * W + V::kReduceOrder[l % W]; q < N) put(q, sums[l]);
+        for (int q = 0; q < N; ++q) put(q, out[q]);
     } else {
 #pragma GCC unroll 16
         for (int q = 0; q < N; ++q) put(q, alpha * V::reduce(acc[q]));
