@@ -442,7 +442,9 @@ def test_stack_items_with_narrow_c_equal_single_products(kernel, shape, dtype, a
 # 11), a few-row, narrow product gemm gives the dot kernels before its few-column form (3 x 2 x
 # 200), and copies of B whose rows end in over half a vector past the first (13 and 14 float64
 # columns, 29 float32; k = 37 leaves rows past the last whole transpose) that a stack pads to
-# whole vectors.
+# whole vectors, and x @ W.T of 5-11 columns that AVX-512 gives the dot kernels up to 64
+# float32 rows from k = 80 and 32 float64 rows from k = 64 (ShortDots), on both sides of
+# those bounds.
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
@@ -463,6 +465,12 @@ def test_stack_items_with_narrow_c_equal_single_products(kernel, shape, dtype, a
         (35, 9, 55),
         (50, 17, 50),
         (3, 2, 200),
+        (30, 9, 96),
+        (16, 6, 120),
+        (24, 10, 64),
+        (64, 11, 80),
+        (65, 11, 80),
+        (32, 7, 64),
     ],
 )
 @pytest.mark.parametrize("a_by_columns", [False, True])

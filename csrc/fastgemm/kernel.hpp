@@ -208,6 +208,13 @@ struct NarrowDots {
     int64_t fma, sum, per_k, copy, min_k;
 };
 
+// x @ W.T with a C of kDotsShortMinN to max_n columns, other than whole or half vectors, and up
+// to max_m rows (0: never) as dot products from min_k: the small kernels leave lanes idle there
+// and copy each W by rows, which a stack item's few rows do not amortize.
+struct ShortDots {
+    int64_t max_m, max_n, min_k;
+};
+
 // Which path a product takes, by shape; see docs/DESIGN.md, "Shape-specific paths".
 struct Tuning {
     int64_t direct_max_m;    // up to this many rows B is read in place, not packed (0: never)
@@ -235,6 +242,9 @@ struct Tuning {
     int64_t f64_dots_l2_max_m;     // the same for float64
     int64_t f32_dots_idle_max_n;   // float32 x @ W.T with up to this many columns of C that leave lanes idle
                                    // (lanes_idle) as dot products from kDotsIdleMinK (0: never)
+    // x @ W.T with a few columns, past the few rows, as dot products (ShortDots; none by default).
+    ShortDots f32_short_dots{0, 0, 0};
+    ShortDots f64_short_dots{0, 0, 0};
     // Narrow x @ W.T as dot products (NarrowDots); the defaults are session 31's rule, fitted
     // on Zen 4's float32 AVX-512 kernels.
     NarrowDots f32_narrow_dots{4, 6, 2, 0, 48};

@@ -378,7 +378,10 @@ void run_dots_side(const KernelTable<T>& uk, int side, int64_t k, T alpha, const
 // vector and a part leave lanes idle on the small kernels and need a copy of W by rows (Zen 4,
 // 512-item q @ k.T stacks: float32 9 x 9 x 64 0.72-0.75x -> 0.97-1.01x NumPy, 10 x 10 x 64
 // 0.69-0.71x -> 0.90x, float64 11 x 11 x 32 0.77-0.90x -> 1.02-1.05x; 12 columns lost, float32
-// 12 x 12 x 64 0.88x -> 0.75x, and float32 11 x 11 x 64 ran even); or up to
+// 12 x 12 x 64 0.88x -> 0.75x, and float32 11 x 11 x 64 ran even); up to the set's ShortDots
+// max_m rows of kDotsShortMinN to max_n columns, not whole or half vectors, from min_k (stack
+// items of 16-60 rows, whose W the small path copies each: float32 200 x (24 x 5 x 90) 0.73x ->
+// 1.01x NumPy, float64 200 x (15 x 9 x 123) 0.74x -> 1.11x); or up to
 // tuning.f32_dots_max_side (float32) or f64_dots_max_side (float64) rows or columns, k from
 // kDotsWideMinK and at least 4 times the long side, the long operand within half of L2; see
 // docs/DESIGN.md, "Dot products".
@@ -388,6 +391,7 @@ constexpr int64_t kDotsL2MinKBytes = 1024;
 constexpr int64_t kDotsL2FewRows = 12, kDotsL2FewRowsMinKBytes = 512;
 constexpr int64_t kDotsL2NarrowMinN = 9, kDotsL2NarrowMaxN = 11, kDotsL2NarrowMinKBytes = 256;
 constexpr int64_t kDotsIdleMinK = 128;
+constexpr int64_t kDotsShortMinN = 5;
 
 // Whether the dot kernel beats the small kernels on an m x n C (n <= kDotsMaxSide, A's rows
 // along k), by the set's costs d (NarrowDots) from kDotsRowsMinK (float32 2000 x 2 x 12 lost 6%
@@ -419,6 +423,10 @@ int dots_side(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c) 
     if (sizeof(T) == 4 && c.cols <= t.f32_dots_idle_max_n && k >= kDotsIdleMinK &&
         lanes_idle(uk.tiles[1], c.cols, uk.lanes))
         return 2;
+    const ShortDots& sd = sizeof(T) == 4 ? t.f32_short_dots : t.f64_short_dots;
+    if (c.rows <= sd.max_m && k >= sd.min_k && c.cols >= kDotsShortMinN && c.cols <= sd.max_n &&
+        c.cols % (uk.lanes / 2) != 0)
+        return 1;
     if (c.rows <= t.dots_rows_max_m && k >= kDotsRowsMinK && 4 * k >= c.cols &&
         2.0 * double(c.cols) * double(k) * double(sizeof(T)) <= double(caches().l3.size))
         return 1;

@@ -770,6 +770,11 @@ bool narrow_dots_sane(const fastgemm::NarrowDots& d) {
     return d.fma > 0 && d.sum >= 0 && d.per_k > 0 && d.copy >= 0 && d.min_k >= 0;
 }
 
+// ShortDots: off (max_m 0) or a range of columns from kDotsShortMinN and a k from which it pays.
+bool short_dots_sane(const fastgemm::ShortDots& d) {
+    return d.max_m == 0 || (d.max_m > 0 && d.max_n >= fastgemm::kDotsShortMinN && d.min_k > 0);
+}
+
 void kernel_lookup_and_threads() {
     for (const fastgemm::KernelSet* ks : fastgemm::compiled_kernels()) {
         const fastgemm::Tuning& t = ks->tuning;
@@ -780,7 +785,8 @@ void kernel_lookup_and_threads() {
                    t.small_columns_max_m >= 0 && t.f32_dots_max_side >= 0 && t.f64_dots_max_side >= 0 &&
                    (t.small_chunked_any == 0 || t.small_chunked_any == 1) && t.dots_rows_max_m >= 0 &&
                    t.f32_dots_l2_max_m >= 0 && t.f64_dots_l2_max_m >= 0 && t.f32_dots_idle_max_n >= 0 &&
-                   narrow_dots_sane(t.f32_narrow_dots) && narrow_dots_sane(t.f64_narrow_dots),
+                   narrow_dots_sane(t.f32_narrow_dots) && narrow_dots_sane(t.f64_narrow_dots) &&
+                   short_dots_sane(t.f32_short_dots) && short_dots_sane(t.f64_short_dots),
                std::string("find_kernels and tuning of ") + ks->name);
     }
     expect_throw<std::invalid_argument>("find_kernels: unknown name", [] { fastgemm::find_kernels("nope", false); });

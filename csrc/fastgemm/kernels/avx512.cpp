@@ -65,10 +65,14 @@ struct Avx512I8 : Avx512I32 {
 // 27: up to 1.5x the small kernels, lowest 0.95x, none below NumPy); float64 x @ W.T of 2-4
 // columns as dots where NarrowDots' costs fitted on Zen 4 say so (session 39: the half-width
 // small kernels ran 4 FMAs in 3 cycles, a dot's sum cost 3.25; 0.84-0.89x the time at 4 columns from
-// k = 40); see docs/DESIGN.md, "Measured decisions".
+// k = 40); x @ W.T of 5-11 float32 columns but 8 as dots up to 64 rows from k = 80, 5-10 float64 columns
+// but 8 up to 32 rows from k = 64 on Zen 4 (session 40: 0.62-0.96x the small path's time on 200-item stacks,
+// whose copy of each W the dots spare); see docs/DESIGN.md, "Measured decisions".
 constexpr Tuning avx512_tuning = [] {
     Tuning t{0, 0, int64_t(512) * 512 * 512, 16, 6, 0, 256, 4, 2, 192, 24, 24, 1, 8, 30, 64, 32, 12};
     t.f64_narrow_dots = {4, 13, 3, 4, 128};
+    t.f32_short_dots = {64, 11, 80};
+    t.f64_short_dots = {32, 10, 64};
     return t;
 }();
 constexpr KernelSet avx512_kernels{
