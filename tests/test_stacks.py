@@ -444,7 +444,7 @@ def test_stack_items_with_narrow_c_equal_single_products(kernel, shape, dtype, a
 # columns, 29 float32; k = 37 leaves rows past the last whole transpose) that a stack pads to
 # whole vectors, and x @ W.T of 5-11 columns that AVX-512 gives the dot kernels up to 64
 # float32 rows from k = 80 and 32 float64 rows from k = 64 (ShortDots), on both sides of
-# those bounds.
+# those bounds, and q @ k.T items of 12 columns that go to them from 256 bytes of k.
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
@@ -471,6 +471,8 @@ def test_stack_items_with_narrow_c_equal_single_products(kernel, shape, dtype, a
         (64, 11, 80),
         (65, 11, 80),
         (32, 7, 64),
+        (10, 12, 80),
+        (12, 12, 32),
     ],
 )
 @pytest.mark.parametrize("a_by_columns", [False, True])

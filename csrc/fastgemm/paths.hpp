@@ -377,8 +377,9 @@ void run_dots_side(const KernelTable<T>& uk, int side, int64_t k, T alpha, const
 // kDotsL2NarrowMinKBytes for a C of kDotsL2NarrowMinN-kDotsL2NarrowMaxN columns, whose one
 // vector and a part leave lanes idle on the small kernels and need a copy of W by rows (Zen 4,
 // 512-item q @ k.T stacks: float32 9 x 9 x 64 0.72-0.75x -> 0.97-1.01x NumPy, 10 x 10 x 64
-// 0.69-0.71x -> 0.90x, float64 11 x 11 x 32 0.77-0.90x -> 1.02-1.05x; 12 columns lost, float32
-// 12 x 12 x 64 0.88x -> 0.75x, and float32 11 x 11 x 64 ran even); up to the set's ShortDots
+// 0.69-0.71x -> 0.90x, float64 11 x 11 x 32 0.77-0.90x -> 1.02-1.05x; 12 columns since the
+// dots store C's rows whole: float32 10 x 12 x 80 0.76x -> 0.91x, float64 9 x 12 x 40 0.72x ->
+// 1.04x; 13 lost, float32 13 x 13 x 64 1.13x the time); up to the set's ShortDots
 // max_m rows of kDotsShortMinN to max_n columns, not whole or half vectors, from min_k (stack
 // items of 16-60 rows, whose W the small path copies each: float32 200 x (24 x 5 x 90) 0.73x ->
 // 1.01x NumPy, float64 200 x (15 x 9 x 123) 0.74x -> 1.11x); or up to
@@ -389,7 +390,7 @@ constexpr int64_t kDotsRowsMinK = 16;
 constexpr int64_t kDotsWideMinK = 512;
 constexpr int64_t kDotsL2MinKBytes = 1024;
 constexpr int64_t kDotsL2FewRows = 12, kDotsL2FewRowsMinKBytes = 512;
-constexpr int64_t kDotsL2NarrowMinN = 9, kDotsL2NarrowMaxN = 11, kDotsL2NarrowMinKBytes = 256;
+constexpr int64_t kDotsL2NarrowMinN = 9, kDotsL2NarrowMaxN = 12, kDotsL2NarrowMinKBytes = 256;
 constexpr int64_t kDotsIdleMinK = 128;
 constexpr int64_t kDotsShortMinN = 5;
 
