@@ -542,7 +542,7 @@ constexpr bool has_reduce_w<V, std::void_t<decltype(V::reduce_w)>> = true;
 // for every output: W dots at once (V::reduce_w) where the ISA has it and the block has at least
 // W / 2 dots, else one at a time. Reduced W at a time, the block's rows (C's columns where rsc
 // is 1) go in order into the lanes, so each row of C leaves in one masked store where csc is 1
-// and a row fits a register whole (16 scalar stores took a fifth of float32 12 x 12 x 64 q @
+// and a row fits a register whole (16 scalar stores took a quarter of float32 12 x 12 x 64 q @
 // k.T).
 template <typename V, int MR, int NR>
 void dots_block(int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda, const typename V::T* b,
