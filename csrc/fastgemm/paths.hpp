@@ -413,14 +413,14 @@ constexpr bool narrow_dots_pay(const NarrowDots& d, int64_t m, int64_t n, int64_
 template <typename T>
 int dots_side(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c) {
     const Tuning& t = ks.tuning;
+    const KernelTable<T>& uk = main_table<T>(ks);
     const int64_t k = a.cols;
     if (c.rows <= kDotsMaxSide && b.rs == 1) return k * int64_t(sizeof(T)) >= kDotsFewRowsMinKBytes ? 1 : 0;
     if (c.cols <= kDotsMaxSide && a.cs == 1 &&
-        narrow_dots_pay(sizeof(T) == 4 ? t.f32_narrow_dots : t.f64_narrow_dots, c.rows, c.cols, k,
-                        main_table<T>(ks).lanes, b.rs == 1, b.cs == 1))
+        narrow_dots_pay(sizeof(T) == 4 ? t.f32_narrow_dots : t.f64_narrow_dots, c.rows, c.cols, k, uk.lanes, b.rs == 1,
+                        b.cs == 1))
         return 2;
     if (a.cs != 1 || b.rs != 1) return 0;
-    const KernelTable<T>& uk = main_table<T>(ks);
     if (sizeof(T) == 4 && c.cols <= t.f32_dots_idle_max_n && k >= kDotsIdleMinK &&
         lanes_idle(uk.tiles[1], c.cols, uk.lanes))
         return 2;

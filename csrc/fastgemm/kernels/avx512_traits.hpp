@@ -41,18 +41,14 @@ struct Avx512YmmF32 {
         return r;
     }
     // Avx512F32's short dots (gemv.hpp, dots_in_half): ((r0 + r4) + (r2 + r6)) + ((r1 + r5) +
-    // (r3 + r7)), and that tree on 8 registers at once, lane l the sum of in[l] (the tree's
-    // levels leave its input kTreeOrder[l] in lane l; the inputs are placed so).
+    // (r3 + r7)), and that tree on 8 registers at once, lane l the sum of v[kTreeOrder[l]].
     static T reduce(reg r) {
         const __m128 q = _mm_add_ps(_mm256_extractf128_ps(r, 1), _mm256_castps256_ps128(r));
         const __m128 e = _mm_add_ps(_mm_movehl_ps(q, q), q);
         return _mm_cvtss_f32(_mm_add_ss(_mm_movehdup_ps(e), e));
     }
     static constexpr int kTreeOrder[W] = {0, 2, 4, 6, 1, 3, 5, 7};
-    [[gnu::always_inline]] static reg reduce_w(const reg* in) {
-        reg v[W];
-#pragma GCC unroll 16
-        for (int l = 0; l < W; ++l) v[kTreeOrder[l]] = in[l];
+    [[gnu::always_inline]] static reg reduce_w(const reg* v) {
         reg u[4], w[2];
         for (int i = 0; i < 4; ++i)  // each register's halves added: v[2i] low, v[2i + 1] high
             u[i] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * i], v[2 * i + 1], 0x20),
@@ -156,16 +152,13 @@ struct Avx512F32 {
         const __m128 e = _mm_add_ps(_mm_movehl_ps(q, q), q);
         return _mm_cvtss_f32(_mm_add_ss(_mm_movehdup_ps(e), e));
     }
-    // reduce on W registers at once (dots_block): lane l of the result is the sum of in[l] by
-    // reduce's tree, each level a shuffle of two registers with an immediate (which leaves input
-    // kTreeOrder[l] in lane l; the inputs are placed so); 15 adds and 30 shuffles for 16 sums
-    // where reduce takes 4 adds and 4 shuffles a sum. Always inlined: with the inputs placed,
-    // GCC called it out of line with all 16 registers in memory (29% of the time).
+    // reduce on W registers at once (dots_block): lane l of the result is the sum of
+    // v[kTreeOrder[l]] by reduce's tree, each level a shuffle of two registers with an immediate;
+    // 15 adds and 30 shuffles for 16 sums where reduce takes 4 adds and 4 shuffles a sum. Always
+    // inlined: with its inputs placed by kTreeOrder, GCC called it out of line with all 16
+    // registers in memory (29% of the time).
     static constexpr int kTreeOrder[W] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
-    [[gnu::always_inline]] static reg reduce_w(const reg* in) {
-        reg v[W];
-#pragma GCC unroll 16
-        for (int l = 0; l < W; ++l) v[kTreeOrder[l]] = in[l];
+    [[gnu::always_inline]] static reg reduce_w(const reg* v) {
         reg u[8], w[4], x[2];
         for (int i = 0; i < 8; ++i)  // lane l + 8 to lane l: the two registers' halves side by side
             u[i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
@@ -262,10 +255,7 @@ struct Avx512F64 {
         return _mm_cvtsd_f64(_mm_add_sd(_mm_unpackhi_pd(q, q), q));
     }
     static constexpr int kTreeOrder[W] = {0, 4, 1, 5, 2, 6, 3, 7};  // as Avx512F32's
-    [[gnu::always_inline]] static reg reduce_w(const reg* in) {
-        reg v[W];
-#pragma GCC unroll 16
-        for (int l = 0; l < W; ++l) v[kTreeOrder[l]] = in[l];
+    [[gnu::always_inline]] static reg reduce_w(const reg* v) {
         reg u[4], w[2];
         for (int i = 0; i < 4; ++i)  // lane l + 4 to lane l
             u[i] = _mm512_add_pd(_mm512_shuffle_f64x2(v[2 * i], v[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),

@@ -530,7 +530,8 @@ void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename L::S* x
     }
 }
 
-// Whether V sums W registers at once in V::reduce's tree (V::reduce_w: lane l the sum of v[l]).
+// Whether V sums W registers at once in V::reduce's tree (V::reduce_w: lane l the sum of
+// v[V::kTreeOrder[l]]).
 template <typename V, typename = void>
 constexpr bool has_reduce_w = false;
 template <typename V>
@@ -578,9 +579,9 @@ void dots_block(int64_t k, typename V::T alpha, const typename V::T* a, int64_t 
         auto reduce_all = [&](auto at) {
 #pragma GCC unroll 2
             for (int g = 0; g < G; ++g) {
-                R v[W];
+                R v[W];  // placed where the tree leaves each input's sum in its lane
 #pragma GCC unroll 16
-                for (int l = 0; l < W; ++l) v[l] = g * W + l < N ? acc[at(g * W + l)] : V::zero();
+                for (int l = 0; l < W; ++l) v[V::kTreeOrder[l]] = g * W + l < N ? acc[at(g * W + l)] : V::zero();
                 sums[g] = V::mul(V::reduce_w(v), V::set1(alpha));
             }
         };
