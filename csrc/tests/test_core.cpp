@@ -581,8 +581,9 @@ void dots_check(const fastgemm::KernelSet& ks) {
     const int64_t w = uk.lanes;
     const T nan = std::numeric_limits<T>::quiet_NaN();
     const bool fused = std::string(ks.name) != "generic";
+    // 101 columns over 5w + 3 of k: B's rows pass dots' strip bound (A's within it), strips outer.
     for (int64_t m : {4, 5, 6, 9, 13})
-        for (int64_t n : {4, 6, 11})
+        for (int64_t n : {4, 6, 11, 101})
             for (int64_t k : {w - 1, 5 * w + 3})
                 for (T beta : {T(0), T(0.75)}) {
                     if (k < 1 || !fused) continue;

@@ -48,6 +48,11 @@ struct Avx512YmmF32 {
         return _mm_cvtss_f32(_mm_add_ss(_mm_movehdup_ps(e), e));
     }
     static constexpr int kTreeOrder[W] = {0, 2, 4, 6, 1, 3, 5, 7};
+    template <int E>
+    [[gnu::always_inline]] static void store_part(T* p, reg r, int s) {  // as Avx512F32's
+        static_assert(E == 4);
+        _mm_storeu_ps(p, s == 0 ? _mm256_castps256_ps128(r) : _mm256_extractf128_ps(r, 1));
+    }
     [[gnu::always_inline]] static reg reduce_w(const reg* v) {
         reg u[4], w[2];
         for (int i = 0; i < 4; ++i)  // each register's halves added: v[2i] low, v[2i + 1] high
@@ -158,6 +163,18 @@ struct Avx512F32 {
     // inlined: with its inputs placed by kTreeOrder, GCC called it out of line with all 16
     // registers in memory (29% of the time).
     static constexpr int kTreeOrder[W] = {0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+    // Lanes [s, s + E) of r to p where E elements are a 128- or 256-bit part of it (s a multiple
+    // of E, a constant once the caller's loop unrolls): dots_block's lines of C in one plain
+    // store, where a masked 512-bit store of E lanes cost 3-12% more of the dots' time (see
+    // docs/DESIGN.md, "Dot products").
+    template <int E>
+    [[gnu::always_inline]] static void store_part(T* p, reg r, int s) {
+        static_assert(E == 4);
+        _mm_storeu_ps(p, s == 0   ? _mm512_castps512_ps128(r)
+                         : s == 4 ? _mm512_extractf32x4_ps(r, 1)
+                         : s == 8 ? _mm512_extractf32x4_ps(r, 2)
+                                  : _mm512_extractf32x4_ps(r, 3));
+    }
     [[gnu::always_inline]] static reg reduce_w(const reg* v) {
         reg u[8], w[4], x[2];
         for (int i = 0; i < 8; ++i)  // lane l + 8 to lane l: the two registers' halves side by side
@@ -255,6 +272,16 @@ struct Avx512F64 {
         return _mm_cvtsd_f64(_mm_add_sd(_mm_unpackhi_pd(q, q), q));
     }
     static constexpr int kTreeOrder[W] = {0, 4, 1, 5, 2, 6, 3, 7};  // as Avx512F32's
+    template <int E>
+    [[gnu::always_inline]] static void store_part(T* p, reg r, int s) {  // as Avx512F32's
+        static_assert(E == 2 || E == 4);
+        if constexpr (E == 4) _mm256_storeu_pd(p, s == 0 ? _mm512_castpd512_pd256(r) : _mm512_extractf64x4_pd(r, 1));
+        else
+            _mm_storeu_pd(p, s == 0   ? _mm512_castpd512_pd128(r)
+                             : s == 2 ? _mm512_extractf64x2_pd(r, 1)
+                             : s == 4 ? _mm512_extractf64x2_pd(r, 2)
+                                      : _mm512_extractf64x2_pd(r, 3));
+    }
     [[gnu::always_inline]] static reg reduce_w(const reg* v) {
         reg u[4], w[2];
         for (int i = 0; i < 4; ++i)  // lane l + 4 to lane l
