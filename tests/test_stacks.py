@@ -444,7 +444,10 @@ def test_stack_items_with_narrow_c_equal_single_products(kernel, shape, dtype, a
 # columns, 29 float32; k = 37 leaves rows past the last whole transpose) that a stack pads to
 # whole vectors, and x @ W.T of 5-11 columns that AVX-512 gives the dot kernels up to 64
 # float32 rows from k = 80 and 32 float64 rows from k = 64 (ShortDots), on both sides of
-# those bounds, and q @ k.T items of 12 columns that go to them from 256 bytes of k.
+# those bounds, q @ k.T items of 12 columns that go to them from 256 bytes of k, of 9 to 47
+# float32 (23 float64) columns up to 24 rows from 384 bytes and 32 from 768 (25 x 20 x 96 is
+# past the first bound), and of few rows against W past L1, whose dots take W's rows in
+# strips outer (8 x 128 x 64, 16 x 201 x 64).
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
@@ -473,6 +476,13 @@ def test_stack_items_with_narrow_c_equal_single_products(kernel, shape, dtype, a
         (32, 7, 64),
         (10, 12, 80),
         (12, 12, 32),
+        (20, 20, 128),
+        (13, 28, 155),
+        (32, 20, 192),
+        (25, 20, 96),
+        (9, 40, 96),
+        (8, 128, 64),
+        (16, 201, 64),
     ],
 )
 @pytest.mark.parametrize("a_by_columns", [False, True])

@@ -379,7 +379,12 @@ void run_dots_side(const KernelTable<T>& uk, int side, int64_t k, T alpha, const
 // 512-item q @ k.T stacks: float32 9 x 9 x 64 0.72-0.75x -> 0.97-1.01x NumPy, 10 x 10 x 64
 // 0.69-0.71x -> 0.90x, float64 11 x 11 x 32 0.77-0.90x -> 1.02-1.05x; 12 columns since the
 // dots store C's rows whole: float32 10 x 12 x 80 0.76x -> 0.91x, float64 9 x 12 x 40 0.72x ->
-// 1.04x; 13 lost, float32 13 x 13 x 64 1.13x the time); up to the set's ShortDots
+// 1.04x; 13 lost, float32 13 x 13 x 64 1.13x the time), and for C's columns not whole vectors
+// from kDotsL2MidMinN to under kDotsL2MidMaxVectors vectors from kDotsL2MidShortMinKBytes up to
+// kDotsL2MidShortM rows and from kDotsL2MidMinKBytes up to kDotsL2MidMaxM (the small kernels copy
+// each W by rows for few rows and leave lanes idle: 200-item float32 q @ k.T 20 x 20 x 198 0.81x
+// -> 1.03x NumPy, 15 x 34 x 184 0.81x -> 0.99x, 13 x 28 x 155 0.78x -> 0.96x, float64 15 x 27 x
+// 126 0.86x -> 1.03x; float64 44 columns lost a fifth); up to the set's ShortDots
 // max_m rows of kDotsShortMinN to max_n columns, not whole or half vectors, from min_k (stack
 // items of 16-60 rows, whose W the small path copies each: float32 200 x (24 x 5 x 90) 0.73x ->
 // 1.01x NumPy, float64 200 x (15 x 9 x 123) 0.74x -> 1.11x); or up to
@@ -391,6 +396,8 @@ constexpr int64_t kDotsWideMinK = 512;
 constexpr int64_t kDotsL2MinKBytes = 1024;
 constexpr int64_t kDotsL2FewRows = 12, kDotsL2FewRowsMinKBytes = 512;
 constexpr int64_t kDotsL2NarrowMinN = 9, kDotsL2NarrowMaxN = 12, kDotsL2NarrowMinKBytes = 256;
+constexpr int64_t kDotsL2MidMinN = 9, kDotsL2MidMaxVectors = 3, kDotsL2MidMaxM = 32, kDotsL2MidMinKBytes = 768;
+constexpr int64_t kDotsL2MidShortM = 24, kDotsL2MidShortMinKBytes = 384;
 constexpr int64_t kDotsIdleMinK = 128;
 constexpr int64_t kDotsShortMinN = 5;
 
@@ -433,9 +440,13 @@ int dots_side(const KernelSet& ks, View<const T> a, View<const T> b, View<T> c) 
         return 1;
     const int64_t l2_max_m = sizeof(T) == 4 ? t.f32_dots_l2_max_m : t.f64_dots_l2_max_m;
     const bool narrow = c.cols >= kDotsL2NarrowMinN && c.cols <= kDotsL2NarrowMaxN;
-    const int64_t l2_min_k_bytes = c.rows > kDotsL2FewRows ? kDotsL2MinKBytes
-                                   : narrow                ? kDotsL2NarrowMinKBytes
-                                                           : kDotsL2FewRowsMinKBytes;
+    int64_t l2_min_k_bytes = c.rows > kDotsL2FewRows ? kDotsL2MinKBytes
+                             : narrow                ? kDotsL2NarrowMinKBytes
+                                                     : kDotsL2FewRowsMinKBytes;
+    const bool mid = c.cols >= kDotsL2MidMinN && c.cols < kDotsL2MidMaxVectors * uk.lanes && c.cols % uk.lanes != 0;
+    if (mid && c.rows <= kDotsL2MidMaxM)
+        l2_min_k_bytes =
+            std::min(l2_min_k_bytes, c.rows <= kDotsL2MidShortM ? kDotsL2MidShortMinKBytes : kDotsL2MidMinKBytes);
     if (c.rows <= l2_max_m && k * int64_t(sizeof(T)) >= l2_min_k_bytes &&
         2.0 * double(c.cols) * double(k) * double(sizeof(T)) <= double(caches().l2.size))
         return 1;
