@@ -447,7 +447,9 @@ def test_stack_items_with_narrow_c_equal_single_products(kernel, shape, dtype, a
 # those bounds, q @ k.T items of 12 columns that go to them from 256 bytes of k, of 9 to 47
 # float32 (23 float64) columns up to 24 rows from 384 bytes and 32 from 768 (25 x 20 x 96 is
 # past the first bound), and of few rows against W past L1, whose dots take W's rows in
-# strips outer (8 x 128 x 64, 16 x 201 x 64).
+# strips outer (8 x 128 x 64, 16 x 201 x 64), and x.T @ W.T items of 2-6 columns, which a
+# stack runs as C^T on the small kernels where gemm takes the few-row kernels (21 x 4 x 36, 60 x
+# 4 x 20, 33 x 2 x 40).
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
@@ -483,6 +485,8 @@ def test_stack_items_with_narrow_c_equal_single_products(kernel, shape, dtype, a
         (9, 40, 96),
         (8, 128, 64),
         (16, 201, 64),
+        (21, 4, 36),
+        (60, 4, 20),
     ],
 )
 @pytest.mark.parametrize("a_by_columns", [False, True])

@@ -720,7 +720,15 @@ SmallItem small_item(const KernelSet& ks, View<const T> a, View<const T> b, View
     if (dots_side(ks, a, b, c) != 0) return SmallItem::none;
     out = orient(a, b, c);
     if (transposed_in_registers(ks, out, beta)) return SmallItem::c_columns;
-    if (few_columns_fit(ks, a, c)) return SmallItem::few_columns;
+    // x.T @ W.T items gemm gives the few-row kernels as C^T run as C^T = W @ x on the small kernels
+    // a run at a time, with the same sums in the same order: run_few_columns' per-item setup
+    // (the thread split, the scratch lookups, C^T moved back through scratch) took more than its
+    // kernel (float32 200 x (16 x 5 x 40) 0.57 of the time, 21 x 4 x 36 0.79, 60 x 4 x 20 0.77,
+    // 300 x 2 x 40 0.97; float64 100 x 4 x 50 0.82).
+    if (few_columns_fit(ks, a, c)) {
+        if (transposes_in_place(out, beta) && small_shaped(ks, transposed_operands(out))) return SmallItem::c_columns;
+        return SmallItem::few_columns;
+    }
     if (!small_shaped(ks, out)) return SmallItem::none;
     if (narrow_small_transposed(ks, out)) return SmallItem::narrow_columns;
     if (out.b.cs == 1) return SmallItem::in_place;
