@@ -680,7 +680,6 @@ constexpr int64_t kDotsStripMaxBytes = 8 * 1024, kDotsStripMinLongBytes = 32 * 1
 // contiguous along k (x @ W.T), in dots_rows x dots_nr blocks (in the half-width registers
 // where dots_in_half says so), by A's row groups or by strips of B (above). Each output is its
 // block's dot whatever the block, so either order gives the same bits.
-
 template <typename V>
 void dots(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t lda,
           const typename V::T* b, int64_t ldb, typename V::T beta, typename V::T* c, int64_t rsc, int64_t csc) {
