@@ -719,6 +719,8 @@ SmallItem small_item(const KernelSet& ks, View<const T> a, View<const T> b, View
     // (float64 1000 x 64^3: 1.40-1.50x NumPy in place, 0.85-0.88x copied item by item).
     if (dots_side(ks, a, b, c) != 0) return SmallItem::none;
     out = orient(a, b, c);
+    // C^T = W @ x for x.T @ W.T (beta 0) where C^T is a small product.
+    const bool transposed_small = transposes_in_place(out, beta) && small_shaped(ks, transposed_operands(out));
     if (transposed_in_registers(ks, out, beta)) return SmallItem::c_columns;
     // x.T @ W.T items gemm gives the few-row kernels as C^T run as C^T = W @ x on the small kernels
     // a run at a time, with the same sums in the same order: run_few_columns' per-item setup
@@ -726,8 +728,7 @@ SmallItem small_item(const KernelSet& ks, View<const T> a, View<const T> b, View
     // kernel (float32 200 x (16 x 5 x 40) 0.57 of the time, 21 x 4 x 36 0.79, 60 x 4 x 20 0.77,
     // 300 x 2 x 40 0.97; float64 100 x 4 x 50 0.82).
     if (few_columns_fit(ks, a, c)) {
-        if (transposes_in_place(out, beta) && small_shaped(ks, transposed_operands(out))) return SmallItem::c_columns;
-        return SmallItem::few_columns;
+        return transposed_small ? SmallItem::c_columns : SmallItem::few_columns;
     }
     if (!small_shaped(ks, out)) return SmallItem::none;
     if (narrow_small_transposed(ks, out)) return SmallItem::narrow_columns;
@@ -740,8 +741,7 @@ SmallItem small_item(const KernelSet& ks, View<const T> a, View<const T> b, View
     // kernels take them), or where C^T's lanes save more than the extra moves (transposed_pays).
     // A few-row tail gemm would give the last columns sums as the small kernels do, so C^T takes
     // those items too (float64 146 x (35 x 9 x 55) 0.69 -> 0.91x NumPy).
-    if (transposes_in_place(out, beta) && transposed_pays(uk, out) && small_shaped(ks, transposed_operands(out)))
-        return SmallItem::c_columns;
+    if (transposed_small && transposed_pays(uk, out)) return SmallItem::c_columns;
     // With B copied, gemm's few-row tail spares the last vector's idle lanes (float32 100 x (60 x
     // 34 x 50) 0.88x NumPy through gemm, 0.84x all on the small kernels).
     if (small_tail_rows(ks, out, beta) != 0) return SmallItem::none;

@@ -601,7 +601,7 @@ void dots_check(const fastgemm::KernelSet& ks) {
                                std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
                 }
     // C by rows with gaps between elements, by rows with gaps between rows (each row of a block
-    // one masked store) and by columns (each column one): every element off C stays as it was.
+    // one store) and by columns (each column one): every element off C stays as it was.
     for (int layout = 0; layout < 3; ++layout)
         for (int64_t m : {1, 2, 3, 4, 5, 7, 8, 9})
             for (int64_t n : {1, 3, 4, 5, 6, 9, 11})

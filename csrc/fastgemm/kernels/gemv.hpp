@@ -587,7 +587,7 @@ void dots_block(int64_t k, typename V::T alpha, const typename V::T* a, int64_t 
             }
         };
         // L lines of E outputs contiguous in C, ld apart from `first`, output x of line e at
-        // acc[at(e E + x)]: each line one masked store (E divides W: no line spans two registers).
+        // acc[at(e E + x)]: each line one store (E divides W: no line spans two registers).
         auto lines = [&](auto len, auto count, auto at, T* first, int64_t ld) {
             constexpr int E = decltype(len)::value, L = decltype(count)::value;
             reduce_all(at);
@@ -595,13 +595,13 @@ void dots_block(int64_t k, typename V::T alpha, const typename V::T* a, int64_t 
 #pragma GCC unroll 16
             for (int e = 0; e < L; ++e) {
                 const int s = e * E % W;  // the line's first lane; lanes out of the mask are never touched
-                const typename V::mask mk = typename V::mask(V::lanes(s + E) ^ V::lanes(s));
                 R r = sums[e * E / W];
                 if constexpr (E * sizeof(T) == 16 || E * sizeof(T) == 32)
                     if (beta == T(0)) {
                         V::template store_part<E>(first + e * ld, r, s);
                         continue;
                     }
+                const typename V::mask mk = typename V::mask(V::lanes(s + E) ^ V::lanes(s));
                 T* p = first + e * ld - s;
                 if (beta != T(0)) r = V::fmadd(vb, V::maskz_loadu(mk, p), r);
                 V::mask_storeu(p, mk, r);
@@ -670,10 +670,11 @@ constexpr bool dots_in_half<V, std::void_t<decltype(V::kDotsHalfMaxK)>> = true;
 
 // Where A's m rows (the short side) fit in kDotsStripMaxBytes and B's rows (the long side) pass
 // kDotsStripMinLongBytes, dots takes B 4 rows at a time outer and A's row groups inner: A stays
-// in L1 and each row of B is read from L2 or memory once, not once per row group (Zen 4, float32
-// 50 x (16 x 500 x 128) x @ W.T 0.67 of the time, float64 100 x (16 x 200 x 64) 0.80, float32
-// 100 x (8 x 1000 x 64) 0.92; with B within L1 nothing past the noise either way). Only with 32
-// registers: a strip's 4 x 4 blocks would spill 16.
+// in L1 and each row of B is read from L2 or memory once, not once per row group (Zen 4, x @ W.T
+// stacks on the dots: float32 100 x (8 x 1000 x 64) 0.92 of the time, float64 100 x (6 x 400 x
+// 80) 0.89; forced to them, float32 50 x (16 x 500 x 128) 0.67, float64 100 x (16 x 200 x 64) 0.80;
+// with B within L1 nothing past the noise either way). Only with 32 registers: a strip's 4 x 4
+// blocks would spill 16.
 constexpr int64_t kDotsStripMaxBytes = 8 * 1024, kDotsStripMinLongBytes = 32 * 1024;
 
 // C = alpha * A B^T + beta * C for m x n outputs (any strides of C), A's rows and B's rows
@@ -690,27 +691,25 @@ void dots(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V
         constexpr auto f = dots_block_apart<V> ? &dots_block_call<V, mr(), nr()> : &dots_block<V, mr(), nr()>;
         f(k, alpha, a + i * lda, lda, b + j * ldb, ldb, beta, c + i * rsc + j * csc, rsc, csc);
     };
+    auto row_groups = [&](auto f) {  // f(mr, i) for each group of A's rows
+        for (int64_t i = 0; i < m;) {
+            const int64_t rows = dots_rows<V>(m - i);
+            with_rows<4>(rows, [&](auto mr) { f(mr, i); });
+            i += rows;
+        }
+    };
+    const int64_t es = sizeof(typename V::T);
     if constexpr (vector_regs<V> >= 32)
-        if (m > 4 && m * k * int64_t(sizeof(typename V::T)) <= kDotsStripMaxBytes &&
-            n * k * int64_t(sizeof(typename V::T)) >= kDotsStripMinLongBytes) {
+        if (m > 4 && m * k * es <= kDotsStripMaxBytes && n * k * es >= kDotsStripMinLongBytes) {
             for (int64_t j = 0; j < n; j += 4)
-                with_rows<4>(std::min<int64_t>(4, n - j), [&](auto nr) {
-                    for (int64_t i = 0; i < m;) {
-                        const int64_t rows = dots_rows<V>(m - i);
-                        with_rows<4>(rows, [&](auto mr) { block(mr, nr, i, j); });
-                        i += rows;
-                    }
-                });
+                with_rows<4>(std::min<int64_t>(4, n - j),
+                             [&](auto nr) { row_groups([&](auto mr, int64_t i) { block(mr, nr, i, j); }); });
             return;
         }
-    for (int64_t i = 0; i < m;) {
-        const int64_t rows = dots_rows<V>(m - i);
-        with_rows<4>(rows, [&](auto mr) {
-            constexpr int NR = dots_nr<V, mr()>;
-            for (int64_t j = 0; j < n; j += NR) with_rows<NR>(n - j, [&](auto nr) { block(mr, nr, i, j); });
-        });
-        i += rows;
-    }
+    row_groups([&](auto mr, int64_t i) {
+        constexpr int NR = dots_nr<V, mr()>;
+        for (int64_t j = 0; j < n; j += NR) with_rows<NR>(n - j, [&](auto nr) { block(mr, nr, i, j); });
+    });
 }
 
 // Slivers packed_rows takes at a time for M rows: M x G x NV accumulators (at most 12 on
