@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "cpu.hpp"
+
 namespace fastgemm {
 namespace {
 
@@ -30,6 +32,7 @@ int64_t read_int(const std::string& path) {
 // container that hides it) fall back to sizes small enough to be safe on any recent core.
 Caches detect() {
     Caches c;
+    c.l3_fast = !cpu_features().intel;
     c.l1d = {32 * 1024, 8, 64, false};
     c.l2 = {256 * 1024, 8, 64, false};
     c.l3 = {4 * 1024 * 1024, 16, 64, false};

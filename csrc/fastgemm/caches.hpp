@@ -14,6 +14,10 @@ struct CacheLevel {
 
 struct Caches {
     CacheLevel l1d, l2, l3;
+    // Whether one core reads L3 well above memory speed, so that data streamed more than once
+    // may come from there: not on Intel, whose mesh L3 served one core of an Intel Xeon (session
+    // 42) at 27 GB/s, as memory did, against 168 from L2; Zen 4's L3 is where streams paid.
+    bool l3_fast = true;
 };
 
 const Caches& caches();

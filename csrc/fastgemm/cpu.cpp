@@ -19,6 +19,8 @@ uint64_t xgetbv0() {
 CpuFeatures detect() {
     CpuFeatures f;
     unsigned a, b, c, d;
+    // "GenuineIntel" in ebx, edx, ecx of leaf 0.
+    if (__get_cpuid(0, &a, &b, &c, &d)) f.intel = b == 0x756e6547 && d == 0x49656e69 && c == 0x6c65746e;
     if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
     const bool fma = c & (1u << 12), osxsave = c & (1u << 27), avx = c & (1u << 28), f16c = c & (1u << 29);
     if (fma) f.names.push_back("fma");

@@ -289,18 +289,22 @@ inline bool few_rows_fit(int64_t max_m, int64_t m, int64_t b_cs, int64_t c_cs) {
 
 // Whether the few-row kernels take a product of m rows past few_rows_max_m (n, k >= 1): up to
 // tuning.few_row_groups_max_m rows, k from kFewRowGroupsMinK, B's and C's rows contiguous, with
-// B streamed once per group of at most kFewRowsMaxM rows (few_rows_split) within L3. On Zen 4
-// that beat packing B for 7-30 rows (1.1-1.7x), and lost where the streams left L3 (16 x 1400 x
-// 1400 float64 0.90x), past 30 rows with A by columns (32 x 512 x 512 float64 0.98x) and with k
-// under 32 (each pass over the partial sums serves too few FMAs: 25 x 1344 x 18 float64 0.89x);
-// see docs/DESIGN.md, "Few rows".
+// B streamed once per group of at most kFewRowsMaxM rows (few_rows_split) within L3, or B within
+// half of L2 where L3 is not fast (Caches::l3_fast). On Zen 4 that beat packing B for 7-30 rows
+// (1.1-1.7x), and lost where the streams left L3 (16 x 1400 x 1400 float64 0.90x), past 30 rows
+// with A by columns (32 x 512 x 512 float64 0.98x) and with k under 32 (each pass over the
+// partial sums serves too few FMAs: 25 x 1344 x 18 float64 0.89x). On an Intel Xeon every group
+// past the first read B from L3 at memory speed: 20 x 700 x 700 float64 0.59x NumPy against the
+// packed path's 1.12x, while B in L2 still paid (24 x 256 x 256 1.42x against 1.18x); see
+// docs/DESIGN.md, "Few rows".
 constexpr int64_t kFewRowGroupsMinK = 32;
 
 inline bool few_row_groups_fit(const Tuning& t, int64_t m, int64_t n, int64_t k, int64_t elem_bytes, int64_t b_cs,
                                int64_t c_cs) {
     if (k < kFewRowGroupsMinK || !few_rows_fit(t.few_row_groups_max_m, m, b_cs, c_cs)) return false;
-    const double groups = double(ceil_div(m, int64_t(kFewRowsMaxM)));
-    return groups * double(n) * double(k) * double(elem_bytes) <= double(caches().l3.size);
+    const double b_bytes = double(n) * double(k) * double(elem_bytes);
+    if (!caches().l3_fast) return b_bytes <= double(caches().l2.size) / 2;
+    return double(ceil_div(m, int64_t(kFewRowsMaxM))) * b_bytes <= double(caches().l3.size);
 }
 
 // Products with at most kDotsMaxSide rows or columns of C as dot products of rows along k:
