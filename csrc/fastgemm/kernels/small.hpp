@@ -335,7 +335,16 @@ void short_k_rows(int64_t n, typename V::T alpha, const typename V::T* a, int64_
                 else V::mask_storeu(cr, mk, x);
             }
         };
+        // The columns before C's first vector boundary in one masked vector, so that the full
+        // vectors store within a line each (and load so from a B at C's offset, as NumPy's
+        // arrays are): 512-bit stores across two lines cost an Intel Xeon 2.7x the time.
+        constexpr uintptr_t vb = W * sizeof(T);
+        const auto addr = reinterpret_cast<uintptr_t>(c);
         int64_t j = 0;
+        if (addr % sizeof(T) == 0 && addr % vb != 0) {
+            j = std::min<int64_t>(n, int64_t((vb - addr % vb) / sizeof(T)));
+            vec(0, std::false_type{}, V::lanes(int(j)));
+        }
         for (; j + W <= n; j += W) vec(j, std::true_type{}, typename V::mask{});
         if (j < n) vec(j, std::false_type{}, V::lanes(int(n - j)));
     };
