@@ -257,7 +257,9 @@ def test_column_tail_stacks(kernel, dtype, m, tail, b_by_columns, k):
 # AVX-512): products and stacks of up to 8 MiB sweep C's rows a group at a time (short_k), on
 # any thread count, with alpha and beta, partial row groups (1-5 rows past 4, 3 or 2 a group)
 # and partial vectors; A stored by columns (TN, TT: x.T @ y at any size, no longer packed) reads
-# its elements strided.
+# its elements strided. Each row's columns before a vector boundary go first; with k <= 4 and C
+# past 48 KiB, rows not a whole number of 64-byte vectors apart run one at a time (301 x 98 x 2,
+# 130 x 130 x 3, float32 70 x 200 x 4).
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
@@ -272,6 +274,8 @@ def test_column_tail_stacks(kernel, dtype, m, tail, b_by_columns, k):
         (64, 130, 8),
         (3, 40, 8),
         (301, 98, 2),
+        (130, 130, 3),
+        (70, 200, 4),
     ],
 )
 @pytest.mark.parametrize("layout", ["NN", "TN", "TT"])
