@@ -259,7 +259,8 @@ def test_column_tail_stacks(kernel, dtype, m, tail, b_by_columns, k):
 # and partial vectors; A stored by columns (TN, TT: x.T @ y at any size, no longer packed) reads
 # its elements strided. Each row's columns before a vector boundary go first; with k <= 4 and C
 # past 48 KiB, rows not a whole number of 64-byte vectors apart run one at a time (301 x 98 x 2,
-# 130 x 130 x 3, float32 70 x 200 x 4).
+# 130 x 130 x 3, float32 70 x 200 x 4); B past 32 KiB goes in blocks of columns (5 x 1500 x 6,
+# float64 9 x 700 x 8).
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
@@ -276,6 +277,8 @@ def test_column_tail_stacks(kernel, dtype, m, tail, b_by_columns, k):
         (301, 98, 2),
         (130, 130, 3),
         (70, 200, 4),
+        (5, 1500, 6),
+        (9, 700, 8),
     ],
 )
 @pytest.mark.parametrize("layout", ["NN", "TN", "TT"])
