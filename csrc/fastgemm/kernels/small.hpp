@@ -298,6 +298,15 @@ void half_tail(int64_t whole, int64_t part, int64_t m, int64_t k, typename V::T 
                                 sums.at(0, j), next);
 }
 
+// The elements from p to the first vector boundary past it (0 on one, or for a p not on an
+// element boundary).
+template <typename V>
+int64_t vector_head(const typename V::T* p) {
+    constexpr int64_t eb = sizeof(typename V::T);
+    const auto addr = reinterpret_cast<uintptr_t>(p);
+    return addr % eb == 0 ? (V::W - int64_t(addr / eb) % V::W) % V::W : 0;
+}
+
 // Products of k <= kShortKMax over a C wider than a panel: RG rows at a time sweep C's whole
 // rows (A's RG x k elements broadcast once, then k loads of B and RG x k FMAs a vector of C),
 // where the panels would write C a panel of every row at a time: with k this short a vector of
@@ -338,13 +347,8 @@ void short_k_rows(int64_t n, typename V::T alpha, const typename V::T* a, int64_
         // The columns before C's first vector boundary in one masked vector, so that the full
         // vectors store within a line each (and load so from a B at C's offset, as NumPy's
         // arrays are): 512-bit stores across two lines cost an Intel Xeon 2.7x the time.
-        constexpr uintptr_t vb = W * sizeof(T);
-        const auto addr = reinterpret_cast<uintptr_t>(c);
-        int64_t j = 0;
-        if (addr % sizeof(T) == 0 && addr % vb != 0) {
-            j = std::min<int64_t>(n, int64_t((vb - addr % vb) / sizeof(T)));
-            vec(0, std::false_type{}, V::lanes(int(j)));
-        }
+        int64_t j = std::min(n, vector_head<V>(c));
+        if (j > 0) vec(0, std::false_type{}, V::lanes(int(j)));
         for (; j + W <= n; j += W) vec(j, std::true_type{}, typename V::mask{});
         if (j < n) vec(j, std::false_type{}, V::lanes(int(n - j)));
     };
@@ -407,8 +411,7 @@ void short_k(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typenam
         const int64_t block = K * n * eb > kShortKBlockPastBytes
                                   ? std::max<int64_t>(V::W, kShortKBlockBytes / (K * eb) / V::W * V::W)
                                   : n;
-        const auto addr = reinterpret_cast<uintptr_t>(c);
-        const int64_t head = addr % eb == 0 ? (V::W - int64_t(addr / eb) % V::W) % V::W : 0;
+        const int64_t head = vector_head<V>(c);
         for (j0 = 0; j0 < n; j0 += len) {
             len = std::min(n - j0, (j0 == 0 ? head : 0) + block);
             int64_t i = 0;
