@@ -394,14 +394,14 @@ void short_k(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typenam
              const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
     with_rows<kShortKMax>(k, [&](auto kc) {
         constexpr int K = decltype(kc)::value;
-        int64_t j0 = 0, len = n;
-        auto rows = [&](int64_t i, auto rg) {
+        // Rows [i, i + rg) x columns [j0, j0 + len).
+        auto rows = [&](int64_t i, auto rg, int64_t j0, int64_t len) {
             short_k_rows<V, decltype(rg)::value, K>(len, alpha, a + i * rsa, rsa, csa, b + j0, rsb, beta,
                                                     c + i * rsc + j0, rsc);
         };
         constexpr int RG = short_k_group<V>(K);
         if (K <= kShortKOwnRowsMaxK && short_k_own_rows<V>(m, n, rsc)) {
-            for (int64_t i = 0; i < m; ++i) rows(i, std::integral_constant<int, 1>{});
+            for (int64_t i = 0; i < m; ++i) rows(i, std::integral_constant<int, 1>{}, 0, n);
             return;
         }
         // B's k rows past kShortKBlockPastBytes in blocks of columns of kShortKBlockBytes, each
@@ -412,11 +412,11 @@ void short_k(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typenam
                                   ? std::max<int64_t>(V::W, kShortKBlockBytes / (K * eb) / V::W * V::W)
                                   : n;
         const int64_t head = vector_head<V>(c);
-        for (j0 = 0; j0 < n; j0 += len) {
+        for (int64_t j0 = 0, len; j0 < n; j0 += len) {
             len = std::min(n - j0, (j0 == 0 ? head : 0) + block);
             int64_t i = 0;
-            for (; i + RG <= m; i += RG) rows(i, std::integral_constant<int, RG>{});
-            if (i < m) with_rows<RG>(m - i, [&](auto rc) { rows(i, rc); });
+            for (; i + RG <= m; i += RG) rows(i, std::integral_constant<int, RG>{}, j0, len);
+            if (i < m) with_rows<RG>(m - i, [&](auto rc) { rows(i, rc, j0, len); });
         }
     });
 }
