@@ -170,18 +170,6 @@ template <typename V, int NV>
     }
 }
 
-// Keeps r in a register. A row vector the narrow kernels share between M rows of C was otherwise
-// folded into each row's FMA as a memory operand by GCC: 13 loads a k step for 12 FMAs at 3 rows
-// of float64, most across two lines on NumPy's rows (3 x 700 x 130: 0.88x -> 1.06x NumPy).
-template <typename R>
-[[gnu::always_inline]] inline void in_register(R& r) {
-#if defined(__x86_64__)
-    asm("" : "+v"(r));
-#elif defined(__aarch64__)
-    asm("" : "+w"(r));
-#endif
-}
-
 // stream_rows for n <= NV vectors: the M x NV sums in registers over all of k, each summed over
 // p in order from zero and finished as stream_rows finishes, so the same bits; without the
 // chunk's store and load every pass (2-6 columns of x.T @ w over 4-32 rows: C^T's rows
@@ -200,9 +188,12 @@ void stream_rows_narrow(int64_t n, int64_t k, typename V::T alpha, const typenam
     for (int64_t p = 0; p < k; ++p) {
         R bv[NV];
         load_narrow<V, NV>(b + p * rsb, last, bv);
+        // Held in registers: GCC folded each into every row's FMA, 13 loads a k step for 12
+        // FMAs at 3 rows of float64, most across two lines on NumPy's rows (Intel Xeon: 3 x 700
+        // x 130 0.88x -> 1.06x NumPy; docs/DESIGN.md, "Few rows").
         if constexpr (M > 1)
 #pragma GCC unroll 4
-            for (int j = 0; j < NV; ++j) in_register(bv[j]);
+            for (int j = 0; j < NV; ++j) bv[j] = V::held(bv[j]);
 #pragma GCC unroll 8
         for (int i = 0; i < M; ++i) {
             const R av = V::set1(a[i * rsa + p * csa]);
