@@ -257,10 +257,11 @@ def test_column_tail_stacks(kernel, dtype, m, tail, b_by_columns, k):
 # AVX-512): products and stacks of up to 8 MiB sweep C's rows a group at a time (short_k), on
 # any thread count, with alpha and beta, partial row groups (1-5 rows past 4, 3 or 2 a group)
 # and partial vectors; A stored by columns (TN, TT: x.T @ y at any size, no longer packed) reads
-# its elements strided. Each row's columns before a vector boundary go first; with k <= 4 and C
-# past 48 KiB, rows not a whole number of 64-byte vectors apart run one at a time (301 x 98 x 2,
-# 130 x 130 x 3, float32 70 x 200 x 4); B past 32 KiB goes in blocks of columns (5 x 1500 x 6,
-# float64 9 x 700 x 8).
+# its elements strided. Each row's columns before a vector boundary go first; with C past 48
+# KiB, rows not a whole number of 64-byte vectors apart go in groups of rows that share their
+# offset in a line, 2-16 rows apart (301 x 98 x 2, 130 x 130 x 3, float32 70 x 200 x 4, 37 x 700
+# x 5, 21 x 1300 x 7); B past 32 KiB goes in blocks of columns (5 x 1500 x 6, 9 x 700 x 8, 21 x
+# 1300 x 7).
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
@@ -279,6 +280,8 @@ def test_column_tail_stacks(kernel, dtype, m, tail, b_by_columns, k):
         (70, 200, 4),
         (5, 1500, 6),
         (9, 700, 8),
+        (37, 700, 5),
+        (21, 1300, 7),
     ],
 )
 @pytest.mark.parametrize("layout", ["NN", "TN", "TT"])

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <numeric>
 #include <type_traits>
 
 #include "../kernel.hpp"
@@ -365,28 +366,32 @@ constexpr int short_k_group(int K) {
     return rg;
 }
 
-// Whether short_k runs each row of C alone, from its own vector boundary: rows not a whole
-// number of vectors apart cannot all store within lines in a group, and past L1 (a C over
-// kShortKOwnRowsMinBytes) a store across two lines waits on both. Up to kShortKOwnRowsMaxK, where
-// a row's k loads of B a vector still cost less than the split store. Intel Xeon (session 42),
-// 1 thread, fastgemm / NumPy groups -> rows: float64 700 x 130 x 3 0.84 -> 1.16, 130 x 130 x 4
-// 1.00 -> 1.18, float32 3000 x 130 x 3 0.54 -> 0.85, 1000 x 130 x 2 0.96 -> 1.41; at k = 5-8
-// 0.66-0.85 of the groups' speed, with C in L1 too (float32 50 x 70 x 3 1.85 -> 1.24). 64-byte
-// vectors only: a 32-byte one crosses a line at most every other store (not measured).
-constexpr int kShortKOwnRowsMaxK = 4;
-constexpr int64_t kShortKOwnRowsMinBytes = 48 * 1024;
+// The rows of C apart that short_k groups: rows that many 64-byte vectors' worth of lines apart
+// share their offset in a line, so every row of a group stores its full vectors within lines
+// from the same head. Rows a whole number of vectors apart, a C within L1 (up to
+// kShortKRowStrideMinBytes, where a split store cost less than the shorter groups: float32 50 x
+// 70 x 3 1.86x -> 1.67x NumPy) and 32-byte vectors (a store crosses a line at most every other
+// time; not measured) keep consecutive rows (1). Intel Xeon (session 43), 1 thread, fastgemm /
+// NumPy consecutive -> rows apart: float64 130 x 700 x 5 0.81 -> 1.20, 130 x 700 x 6 0.96 ->
+// 1.25, 300 x 300 x 7 1.10 -> 1.24, float32 130 x 700 x 5 0.83 -> 1.24; against a row at a time
+// for k <= 4 (session 42): float64 130 x 700 x 4 1.21 -> 1.40, float32 3000 x 130 x 3 0.58 ->
+// 0.92, 1000 x 130 x 2 1.48 -> 1.43.
+constexpr int64_t kShortKRowStrideMinBytes = 48 * 1024;
+constexpr int64_t kShortKMaxRowStride = 64 / sizeof(float);
 template <typename V>
-bool short_k_own_rows(int64_t m, int64_t n, int64_t rsc) {
+int64_t short_k_row_stride(int64_t m, int64_t n, int64_t rsc) {
     constexpr int64_t eb = sizeof(typename V::T), vb = V::W * eb;
-    return vb == 64 && (rsc * eb) % vb != 0 && m * n * eb > kShortKOwnRowsMinBytes;
+    if (vb != 64 || m * n * eb <= kShortKRowStrideMinBytes) return 1;
+    return vb / std::gcd(vb, rsc * eb);
 }
 
-// short_k_rows over m rows, k <= kShortKMax. Each row group sweeping all of a B past L1 read
-// its k rows from L2 again (k loads a vector of C): blocks of columns keep B in L1 for all the
-// groups. Intel Xeon (session 42), 1 thread, fastgemm / NumPy whole rows -> 16 KiB blocks past
-// 32 KiB of B (32 KiB blocks past 64: less): float64 20 x 3000 x 8 0.68 -> 0.94, 20 x 3000 x 6
-// 1.01 -> 1.17, 200 x 1000 x 5 1.46 -> 1.61, float32 20 x 3000 x 8 0.77 -> 1.03, 200 x 3000 x 8
-// 0.92 -> 1.33; 300 x 300 x 7, 1000 x 1000 x 7 and 3000 x 3000 x 3 within the noise.
+// short_k_rows over m rows, k <= kShortKMax, in groups of up to RG rows short_k_row_stride
+// apart. Each row group sweeping all of a B past L1 read its k rows from L2 again (k loads a
+// vector of C): blocks of columns keep B in L1 for all the groups. Intel Xeon (session 42), 1
+// thread, fastgemm / NumPy whole rows -> 16 KiB blocks past 32 KiB of B (32 KiB blocks past 64:
+// less): float64 20 x 3000 x 8 0.68 -> 0.94, 20 x 3000 x 6 1.01 -> 1.17, 200 x 1000 x 5 1.46 ->
+// 1.61, float32 20 x 3000 x 8 0.77 -> 1.03, 200 x 3000 x 8 0.92 -> 1.33; 300 x 300 x 7, 1000 x
+// 1000 x 7 and 3000 x 3000 x 3 within the noise.
 constexpr int64_t kShortKBlockPastBytes = 32 * 1024;
 constexpr int64_t kShortKBlockBytes = 16 * 1024;
 template <typename V>
@@ -394,29 +399,31 @@ void short_k(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typenam
              const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc) {
     with_rows<kShortKMax>(k, [&](auto kc) {
         constexpr int K = decltype(kc)::value;
-        // Rows [i, i + rg) x columns [j0, j0 + len).
-        auto rows = [&](int64_t i, auto rg, int64_t j0, int64_t len) {
-            short_k_rows<V, decltype(rg)::value, K>(len, alpha, a + i * rsa, rsa, csa, b + j0, rsb, beta,
-                                                    c + i * rsc + j0, rsc);
-        };
         constexpr int RG = short_k_group<V>(K);
-        if (K <= kShortKOwnRowsMaxK && short_k_own_rows<V>(m, n, rsc)) {
-            for (int64_t i = 0; i < m; ++i) rows(i, std::integral_constant<int, 1>{}, 0, n);
-            return;
-        }
-        // B's k rows past kShortKBlockPastBytes in blocks of columns of kShortKBlockBytes, each
-        // swept by every row group from L1; the first block also takes short_k_rows' head, so
-        // that the later ones start on C's vector boundaries.
         constexpr int64_t eb = sizeof(typename V::T);
         const int64_t block = K * n * eb > kShortKBlockPastBytes
                                   ? std::max<int64_t>(V::W, kShortKBlockBytes / (K * eb) / V::W * V::W)
                                   : n;
-        const int64_t head = vector_head<V>(c);
-        for (int64_t j0 = 0, len; j0 < n; j0 += len) {
-            len = std::min(n - j0, (j0 == 0 ? head : 0) + block);
-            int64_t i = 0;
-            for (; i + RG <= m; i += RG) rows(i, std::integral_constant<int, RG>{}, j0, len);
-            if (i < m) with_rows<RG>(m - i, [&](auto rc) { rows(i, rc, j0, len); });
+        // Row r of every st rows starts its blocks at its head: the first block also takes
+        // short_k_rows' head, so that the later ones start on C's vector boundaries.
+        const int64_t st = short_k_row_stride<V>(m, n, rsc);
+        int64_t heads[kShortKMaxRowStride];
+        for (int64_t r = 0; r < std::min(m, st); ++r) heads[r] = std::min(n, vector_head<V>(c + r * rsc));
+        for (int64_t t = 0;; ++t) {
+            bool more = false;
+            for (int64_t i0 = 0; i0 < m; i0 += RG * st)
+                for (int64_t r = 0; r < st && i0 + r < m; ++r) {
+                    const int64_t from = t == 0 ? 0 : std::min(n, heads[r] + t * block);
+                    const int64_t to = std::min(n, heads[r] + (t + 1) * block);
+                    more = more || to < n;
+                    if (from == to) continue;
+                    const int64_t i = i0 + r, rows = (std::min(m, i0 + RG * st) - i + st - 1) / st;
+                    with_rows<RG>(rows, [&](auto rg) {
+                        short_k_rows<V, decltype(rg)::value, K>(to - from, alpha, a + i * rsa, st * rsa, csa, b + from,
+                                                                rsb, beta, c + i * rsc + from, st * rsc);
+                    });
+                }
+            if (!more) break;
         }
     });
 }
