@@ -261,7 +261,7 @@ def test_column_tail_stacks(kernel, dtype, m, tail, b_by_columns, k):
 # KiB, rows not a whole number of 64-byte vectors apart go in groups of rows that share their
 # offset in a line, 2-16 rows apart (301 x 98 x 2, 130 x 130 x 3, float32 70 x 200 x 4, 37 x 700
 # x 5, 21 x 1300 x 7); B past 32 KiB goes in blocks of columns (5 x 1500 x 6, 9 x 700 x 8, 21 x
-# 1300 x 7).
+# 1300 x 7); a C past half of L2 goes to the kernel whole (2100 x 130 x 3, float64).
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
@@ -282,6 +282,7 @@ def test_column_tail_stacks(kernel, dtype, m, tail, b_by_columns, k):
         (9, 700, 8),
         (37, 700, 5),
         (21, 1300, 7),
+        (2100, 130, 3),
     ],
 )
 @pytest.mark.parametrize("layout", ["NN", "TN", "TT"])

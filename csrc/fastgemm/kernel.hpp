@@ -192,6 +192,9 @@ constexpr bool small_chunks_b(int64_t row_bytes, int64_t k) {
 // (kernels/small.hpp, short_k), reading A's elements a group's k at a time: an A stored by
 // columns costs them k lines a group at any size.
 constexpr int64_t kShortKMax = 8;
+// Past this many bytes of B's k rows short_k sweeps B in blocks of columns, every row group on a
+// block before the next (so each stays in L1).
+constexpr int64_t kShortKBlockPastBytes = 32 * 1024;
 
 // The most bytes of B's columns small_stack copies along k for an item's tail (on the stack).
 constexpr int64_t kTailDotsBytes = 16 * 1024;

@@ -146,17 +146,22 @@ constexpr int kSmallPiecesPerThread = 4;
 constexpr int64_t kSmallPanelBytes = 256;
 
 // The small kernels sweep C one column panel at a time down all the rows they are given. A C
-// past half of L2 and wider than one panel goes to them kSmallBlockRows rows at a time instead, so C is written along
-// its rows (3000 x 3000 x 3 float32 2.2x, 1000 x 1000 x 20 1.5x; a C within L2 lost 3%); see docs/DESIGN.md, "Small
-// products".
+// past half of L2 and wider than one panel goes to them kSmallBlockRows rows at a time instead,
+// so C is written along its rows (3000 x 3000 x 3 float32 2.2x, 1000 x 1000 x 20 1.5x; a C within
+// L2 lost 3%); see docs/DESIGN.md, "Small products". Products that short_k takes (k <= kShortKMax)
+// with B's k rows within kShortKBlockPastBytes go whole: short_k writes along C's rows itself and
+// groups rows that share their offset in a line only over the rows it is given (Intel Xeon,
+// float64 3000 x 130 x 3 0.66x -> 1.81x NumPy); past that bound each of its blocks of B's columns
+// would cross all of C's rows (1000 x 1000 x 7 1.83x -> 1.43x).
 constexpr int64_t kSmallBlockRows = 16;
 
+// The rows of C a call of the small kernels takes, 0 for C whole through small_stack.
 template <typename T>
 int64_t small_block_rows(const SmallProduct<T>& sp) {
-    const int64_t row_bytes = sp.c.cols * int64_t(sizeof(T));
-    const bool blocks =
-        row_bytes > kSmallPanelBytes && 2.0 * double(sp.c.rows) * double(row_bytes) > double(caches().l2.size);
-    return blocks ? kSmallBlockRows : sp.c.rows;
+    const int64_t k = sp.a.cols, row_bytes = sp.c.cols * int64_t(sizeof(T));
+    if (row_bytes <= kSmallPanelBytes || 2.0 * double(sp.c.rows) * double(row_bytes) <= double(caches().l2.size))
+        return 0;
+    return k <= kShortKMax && k * row_bytes <= kShortKBlockPastBytes ? sp.c.rows : kSmallBlockRows;
 }
 
 // An oriented small product on `threads` threads: on one, small_stack with a run of one (its
@@ -165,13 +170,13 @@ int64_t small_block_rows(const SmallProduct<T>& sp) {
 // result does not depend on the thread count.
 template <typename T>
 void run_small(const KernelTable<T>& uk, int threads, T alpha, const SmallProduct<T>& sp, T beta) {
-    const int64_t k = sp.a.cols, block = small_block_rows(sp);
+    const int64_t k = sp.a.cols, blocks = small_block_rows(sp), block = blocks ? blocks : sp.c.rows;
     auto rows = [&](int64_t lo, int64_t hi) {
         for (int64_t i = lo; i < hi; i += block)
             uk.small(std::min(block, hi - i), sp.c.cols, k, alpha, sp.a.data + i * sp.a.rs, sp.a.rs, sp.a.cs, sp.b.data,
                      sp.b.rs, beta, sp.c.data + i * sp.c.rs, sp.c.rs);
     };
-    if (threads == 1 && block < sp.c.rows) return rows(0, sp.c.rows);
+    if (threads == 1 && blocks) return rows(0, sp.c.rows);
     if (threads == 1) {
         uk.small_stack(StackRun{1, 0, 0, 0}, sp.c.rows, sp.c.cols, k, alpha, sp.a.data, sp.a.rs, sp.a.cs, sp.b.data,
                        sp.b.rs, beta, sp.c.data, sp.c.rs, 0);

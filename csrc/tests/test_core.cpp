@@ -242,8 +242,11 @@ void run_kernel(const fastgemm::KernelSet& ks, bool packed = false) {
     // at a time (driver.hpp, b_by_group), two groups and a partial sliver, three k slices.
     const int64_t group = std::max<int64_t>(1, fastgemm::caches().l2.size / 4 / (kc * nr * int64_t(sizeof(T))));
     // A small product with C past half of L2: the small kernels take it 16 rows at a time
-    // (paths.hpp, small_block_rows), the last block partial.
-    shapes.push_back({int64_t(fastgemm::caches().l2.size) / (515 * int64_t(sizeof(T))) + 7, 515, 3});
+    // (paths.hpp, small_block_rows), the last block partial; with k <= kShortKMax whole, short_k
+    // grouping rows 8 apart over all of them.
+    const int64_t past_half_l2 = int64_t(fastgemm::caches().l2.size) / (515 * int64_t(sizeof(T))) + 7;
+    shapes.push_back({past_half_l2, 515, fastgemm::kShortKMax + 1});
+    shapes.push_back({past_half_l2, 515, 3});
     const int64_t wide = 2 * group * nr + 5;
     shapes.push_back(
         {mr + 3, wide, std::max(2 * kc + 1, fastgemm::caches().l2.size / (wide * int64_t(sizeof(T))) + 1)});

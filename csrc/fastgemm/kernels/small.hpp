@@ -392,7 +392,6 @@ int64_t short_k_row_stride(int64_t m, int64_t n, int64_t rsc) {
 // less): float64 20 x 3000 x 8 0.68 -> 0.94, 20 x 3000 x 6 1.01 -> 1.17, 200 x 1000 x 5 1.46 ->
 // 1.61, float32 20 x 3000 x 8 0.77 -> 1.03, 200 x 3000 x 8 0.92 -> 1.33; 300 x 300 x 7, 1000 x
 // 1000 x 7 and 3000 x 3000 x 3 within the noise.
-constexpr int64_t kShortKBlockPastBytes = 32 * 1024;
 constexpr int64_t kShortKBlockBytes = 16 * 1024;
 template <typename V>
 void short_k(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
