@@ -243,7 +243,7 @@ void run_kernel(const fastgemm::KernelSet& ks, bool packed = false) {
     const int64_t group = std::max<int64_t>(1, fastgemm::caches().l2.size / 4 / (kc * nr * int64_t(sizeof(T))));
     // A small product with C past half of L2: the small kernels take it 16 rows at a time
     // (paths.hpp, small_block_rows), the last block partial; with k <= kShortKMax whole, short_k
-    // grouping rows 8 apart over all of them.
+    // grouping rows 8 (float64) or 16 (float32) apart over all of them on AVX-512.
     const int64_t past_half_l2 = int64_t(fastgemm::caches().l2.size) / (515 * int64_t(sizeof(T))) + 7;
     shapes.push_back({past_half_l2, 515, fastgemm::kShortKMax + 1});
     shapes.push_back({past_half_l2, 515, 3});

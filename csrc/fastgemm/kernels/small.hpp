@@ -377,10 +377,11 @@ constexpr int short_k_group(int K) {
 // for k <= 4 (session 42): float64 130 x 700 x 4 1.21 -> 1.40, float32 3000 x 130 x 3 0.58 ->
 // 0.92, 1000 x 130 x 2 1.48 -> 1.43.
 constexpr int64_t kShortKRowStrideMinBytes = 48 * 1024;
-constexpr int64_t kShortKMaxRowStride = 64 / sizeof(float);
+constexpr int64_t kShortKMaxRowStride = 64 / sizeof(float);  // 4-byte elements, 64-byte lines
 template <typename V>
 int64_t short_k_row_stride(int64_t m, int64_t n, int64_t rsc) {
     constexpr int64_t eb = sizeof(typename V::T), vb = V::W * eb;
+    static_assert(64 / eb <= kShortKMaxRowStride, "short_k's heads hold a row of each offset");
     if (vb != 64 || m * n * eb <= kShortKRowStrideMinBytes) return 1;
     return vb / std::gcd(vb, rsc * eb);
 }
