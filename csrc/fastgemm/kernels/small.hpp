@@ -377,11 +377,9 @@ constexpr int short_k_group(int K) {
 // for k <= 4 (session 42): float64 130 x 700 x 4 1.21 -> 1.40, float32 3000 x 130 x 3 0.58 ->
 // 0.92, 1000 x 130 x 2 1.48 -> 1.43.
 constexpr int64_t kShortKRowStrideMinBytes = 48 * 1024;
-constexpr int64_t kShortKMaxRowStride = 64 / sizeof(float);  // 4-byte elements, 64-byte lines
 template <typename V>
 int64_t short_k_row_stride(int64_t m, int64_t n, int64_t rsc) {
     constexpr int64_t eb = sizeof(typename V::T), vb = V::W * eb;
-    static_assert(64 / eb <= kShortKMaxRowStride, "short_k's heads hold a row of each offset");
     if (vb != 64 || m * n * eb <= kShortKRowStrideMinBytes) return 1;
     return vb / std::gcd(vb, rsc * eb);
 }
@@ -404,27 +402,23 @@ void short_k(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typenam
         const int64_t block = K * n * eb > kShortKBlockPastBytes
                                   ? std::max<int64_t>(V::W, kShortKBlockBytes / (K * eb) / V::W * V::W)
                                   : n;
-        // Row r of every st rows starts its blocks at its head: the first block also takes
-        // short_k_rows' head, so that the later ones start on C's vector boundaries.
+        // A group's block t starts t blocks past its rows' head (at or past t * block): the first
+        // block also takes short_k_rows' head, so that the later ones start on C's vector
+        // boundaries.
         const int64_t st = short_k_row_stride<V>(m, n, rsc);
-        int64_t heads[kShortKMaxRowStride];
-        for (int64_t r = 0; r < std::min(m, st); ++r) heads[r] = std::min(n, vector_head<V>(c + r * rsc));
-        for (int64_t t = 0;; ++t) {
-            bool more = false;
+        for (int64_t t = 0; t * block < n; ++t)
             for (int64_t i0 = 0; i0 < m; i0 += RG * st)
-                for (int64_t r = 0; r < st && i0 + r < m; ++r) {
-                    const int64_t from = t == 0 ? 0 : std::min(n, heads[r] + t * block);
-                    const int64_t to = std::min(n, heads[r] + (t + 1) * block);
-                    more = more || to < n;
+                for (int64_t i = i0; i < std::min(m, i0 + st); ++i) {
+                    const int64_t head = std::min(n, vector_head<V>(c + i * rsc));
+                    const int64_t from = t == 0 ? 0 : std::min(n, head + t * block);
+                    const int64_t to = std::min(n, head + (t + 1) * block);
                     if (from == to) continue;
-                    const int64_t i = i0 + r, rows = (std::min(m, i0 + RG * st) - i + st - 1) / st;
+                    const int64_t rows = (std::min(m, i0 + RG * st) - i + st - 1) / st;
                     with_rows<RG>(rows, [&](auto rg) {
                         short_k_rows<V, decltype(rg)::value, K>(to - from, alpha, a + i * rsa, st * rsa, csa, b + from,
                                                                 rsb, beta, c + i * rsc + from, st * rsc);
                     });
                 }
-            if (!more) break;
-        }
     });
 }
 
