@@ -303,6 +303,46 @@ def test_short_k_over_wide_c(kernel, shape, dtype, layout):
         assert_matches(got, ref, bound, f"alpha={alpha} beta={beta}")
 
 
+# A part of a vector after whole ones (float32 20 = 16 + 4 on AVX-512, float64 12 = 8 + 4 and
+# 20 = 16 + 4) ends a pass in half-width registers or in a masked whole vector, as the measured
+# FMA rates choose (half_tails, forced each way here); a part alone (float32 6 or 7) always in
+# half-width ones. Either way the same bits, single products, stacks and x.T @ y (which weighs
+# the lanes swept each way) alike.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(5, 20, 7), (12, 12, 12), (13, 36, 30), (20, 7, 20), (30, 20, 3), (7, 40, 100)])
+@pytest.mark.parametrize("layout", ["NN", "TN"])
+def test_half_tails_either_way(kernel, shape, dtype, layout):
+    m, n, k = shape
+    rng = np.random.default_rng(m * 31 + n * 7 + k)
+    a = _rand(rng, (5, k, m), dtype).swapaxes(-1, -2) if layout[0] == "T" else _rand(rng, (5, m, k), dtype)
+    b = _rand(rng, (5, k, n), dtype)
+    got = {}
+    try:
+        for mode in (0, 1):
+            _core.set_half_tails(mode)
+            got[mode] = (fastgemm.matmul(a, b), fastgemm.matmul(a[2], b[2]))
+    finally:
+        _core.set_half_tails(-1)
+    assert np.array_equal(got[0][0], got[1][0]) and np.array_equal(got[0][1], got[1][1])
+    assert np.array_equal(got[0][0][2], got[0][1])
+    _check_stack(got[1][0], a, b)
+
+
+def test_half_tails_follow_the_measured_fma_rates():
+    w = _core.fma_widths()
+    wide = any(k.startswith("avx512") for k in fastgemm.available_kernels())
+    assert (w["half"] > 0) == wide and (w["whole"] > 0) == wide
+    assert w["half_tails"] == (wide and w["whole"] < 1.5 * w["half"])
+    try:
+        for mode in (1, 0):
+            _core.set_half_tails(mode)
+            assert _core.fma_widths()["half_tails"] == bool(mode)
+    finally:
+        _core.set_half_tails(-1)
+    assert _core.fma_widths()["half_tails"] == w["half_tails"]
+    assert ("GFLOP/s" in fastgemm.info()["small_tails"]) == wide
+
+
 # A stack of such items past 8 MiB keeps the panels and their prefetch of the next item (on one
 # thread; a thread's piece of it may sweep): the same bits as the single product's sweep.
 @pytest.mark.parametrize("dtype", DTYPES)

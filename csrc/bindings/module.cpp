@@ -13,6 +13,7 @@
 #include "../fastgemm/caches.hpp"
 #include "../fastgemm/cpu.hpp"
 #include "../fastgemm/dispatch.hpp"
+#include "../fastgemm/fma_width.hpp"
 #include "../fastgemm/peak.hpp"
 #include "../fastgemm/threading.hpp"
 #include "gemm_entry.hpp"
@@ -74,6 +75,11 @@ PYBIND11_MODULE(_core, m) {
             return fma_peak_gflops(ks, f64, seconds);
         },
         py::arg("name"), py::arg("f64"), py::arg("seconds"));
+    m.def("fma_widths", [] {
+        const FmaWidths& w = fma_widths();
+        return py::dict(py::arg("whole") = w.whole, py::arg("half") = w.half, py::arg("half_tails") = half_tails());
+    });
+    m.def("set_half_tails", &set_half_tails, py::arg("mode"));
     m.def("get_num_threads", &max_threads);
     m.def("set_num_threads", &set_max_threads, py::arg("n"));
     m.def("max_thread_limit", &max_thread_limit);

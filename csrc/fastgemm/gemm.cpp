@@ -663,11 +663,14 @@ bool b_panel_in_l1(int64_t m, int64_t k) {
 }
 
 // The lanes the small kernels' vectors span over `cols` columns: whole vectors, and the last
-// part in a half-width one where the table has them (half_tail), else in a whole one.
+// part in a half-width one where the table has them and the part is alone or half_tails() says
+// so (kernels/small.hpp, to_half_tail), else in a whole one.
 template <typename T>
 int64_t lanes_swept(const KernelTable<T>& uk, int64_t cols) {
     const int64_t whole = cols / uk.lanes * uk.lanes, part = cols - whole;
-    return whole + (part == 0 ? 0 : lanes_spanned(uk.tiles[1], part, uk.lanes));
+    if (part == 0) return whole;
+    if (whole > 0 && !half_tails()) return whole + uk.lanes;
+    return whole + lanes_spanned(uk.tiles[1], part, uk.lanes);
 }
 
 // Whether an x.T @ W.T item (oriented; both operands by columns) costs less as C^T = W X, C^T

@@ -148,6 +148,9 @@ struct KernelTable {
     // `reps` rounds of independent vector FMAs; returns the flops done. Timed by the caller
     // to measure one core's FMA ceiling for this ISA and type.
     double (*fma_loop)(int64_t reps);
+    // fma_loop in the ISA's half-width registers (kernels/lanes.hpp, HalfOf), null where it has
+    // none: half_tails compares the two.
+    double (*half_fma_loop)(int64_t reps);
     // c[i*rsc + j] = act(c[i*rsc + j] + bias[j]) for i < m, j < n (bias null: no add), on a
     // finished block of C; see docs/DESIGN.md, "Fused bias and activation".
     void (*epilogue)(int64_t m, int64_t n, T* c, int64_t rsc, const T* bias, Activation act);
@@ -195,6 +198,14 @@ constexpr int64_t kShortKMax = 8;
 // Past this many bytes of B's k rows short_k sweeps B in blocks of columns, every row group on a
 // block before the next (so each stays in L1).
 constexpr int64_t kShortKBlockPastBytes = 32 * 1024;
+
+// Whether the small kernels end a pass whose last columns fill part of a vector after whole ones
+// (20 float32 columns: 16 + 4) with a pass of its own in half-width registers (AVX-512's 256-bit
+// ones), not with a masked whole vector in the same pass: where the CPU runs half-width FMAs at
+// well over the rate of whole ones (Zen 4, whose 512-bit FMA takes both 256-bit pipes), not where
+// it runs both at one rate (an Intel Xeon with two 512-bit pipes). A part alone goes in half-width
+// registers on any CPU. Measured once (fma_width.cpp); see docs/DESIGN.md, "Half-width tails".
+bool half_tails();
 
 // The most bytes of B's columns small_stack copies along k for an item's tail (on the stack).
 constexpr int64_t kTailDotsBytes = 16 * 1024;

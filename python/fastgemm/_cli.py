@@ -86,6 +86,7 @@ def info(args: argparse.Namespace) -> int:
         ("kernels here", ", ".join(i["kernels"]) + "  (choose with FASTGEMM_KERNEL or fastgemm.set_kernel)"),
         ("threads", f"{i['threads']}  (FASTGEMM_NUM_THREADS, OMP_NUM_THREADS or fastgemm.set_num_threads)"),
         ("thread pool", i["thread_pool"]),
+        ("small tails", i["small_tails"]),
         ("numpy", np.__version__),
     ]
     for key in sorted(
@@ -105,6 +106,7 @@ def info(args: argparse.Namespace) -> int:
             "kernels",
             "threads",
             "thread_pool",
+            "small_tails",
             "low_precision",
         }
     ):

@@ -160,7 +160,20 @@ def info() -> dict[str, Any]:
         "threads": get_num_threads(),
         "thread_pool": _core.thread_pool_policy(),
         "low_precision": _low_precision(name, f32["mr"], f32["nr"]),
+        "small_tails": _small_tails(),
     }
+
+
+def _small_tails() -> str:
+    """How the small kernels end a pass with part of a vector after whole ones, and why."""
+    w = _core.fma_widths()
+    if not w["half"]:
+        return "masked whole vectors (no kernel here has half-width registers)"
+    how = "a pass in half-width vectors" if w["half_tails"] else "a masked whole vector"
+    return (
+        f"part of a vector after whole ones: {how} (float32 FMAs measured at {w['whole']:.0f} GFLOP/s "
+        f'in whole vectors, {w["half"]:.0f} in half-width ones; docs/DESIGN.md, "Half-width tails")'
+    )
 
 
 # How each kernel set widens 2-byte inputs (docs/DESIGN.md, "Low-precision products").

@@ -269,11 +269,13 @@ inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typenam
     }
 }
 
-// Whether `cols` columns end in a part of a vector that half_tail runs in half-width registers.
+// Whether a pass's last `cols` columns go to half_tail: they end in a part of a vector that fits
+// half-width registers, alone, or after whole vectors where half_tails() says a pass of its own
+// pays (a masked whole vector costs it an FMA of twice the width).
 template <typename V>
-constexpr bool half_part(int64_t cols) {
+bool to_half_tail(int64_t cols) {
     const int64_t part = cols % V::W;
-    return has_half<V> && part != 0 && part <= HalfOf<V>::type::W;
+    return has_half<V> && part != 0 && part <= HalfOf<V>::type::W && (cols < V::W || half_tails());
 }
 
 // The last columns of a pass, `whole` (< PV) whole vectors and then `part` columns that fit a
@@ -439,7 +441,7 @@ void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const type
                                     sums.at(0, j), next);
     if (j == n) return;
     if constexpr (has_half<V>)
-        if (half_part<V>(n - j))
+        if (to_half_tail<V>(n - j))
             return half_tail<V, PV>((n - j) / W, (n - j) % W, m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc,
                                     sums.at(0, j), next);
     // A last panel of whole vectors (a B chunk of run_small_chunks, 16 or 48 columns of
@@ -769,7 +771,7 @@ void stack_items(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
     // decided once for the run, and each item is one small_panel call.
     if (n <= PV * W && !small_chunks_b(n * int64_t(sizeof(T)), k)) {
         if constexpr (has_half<V>) {
-            if (half_part<V>(n))
+            if (to_half_tail<V>(n))
                 return each_item<PV * W>(
                     s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
                     [&](const T* ai, const T* bi, T* ci, NextItem* nx) {

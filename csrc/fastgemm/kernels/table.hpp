@@ -53,6 +53,13 @@ double fma_loop(int64_t reps) {
     return double(reps) * CHAINS * V::W * 2;
 }
 
+// fma_loop in V's half-width registers, where V has them.
+template <typename V>
+constexpr double (*half_fma_loop())(int64_t) {
+    if constexpr (has_half<V>) return &fma_loop<typename HalfOf<V>::type>;
+    else return nullptr;
+}
+
 // The deepest k slice for V's tile, V::kMaxKC where the ISA file measured one, else 0 (the cache
 // model's alone).
 template <typename V, typename = void>
@@ -91,6 +98,7 @@ constexpr KernelTable<typename V::T> kernel_table(std::integer_sequence<int, M..
             &small_stack_b_cols<V, PV>,
             &small_stack_c_cols<V, PV>,
             &fma_loop<V>,
+            half_fma_loop<V>(),
             &epilogue<V>,
             &gemv_packed<V, NV>,
             max_kc<V>,
