@@ -343,6 +343,26 @@ def test_half_tails_follow_the_measured_fma_rates():
     assert ("GFLOP/s" in fastgemm.info()["small_tails"]) == wide
 
 
+# An A stored by columns past half a MiB (x.T @ w with x 70 x 2100 float32, 70 x 1100 float64)
+# has each k step prefetch A's line 16 rows further down: one to three vectors wide (its own
+# panel instantiation), full panels, a stack of such items (not the next item's prefetch), and
+# the last rows' prefetches past A's end. Same bits as without: the stack items equal the single
+# products, on 1 and 2 threads.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [16, 20, 40, 64, 72])
+def test_a_by_columns_prefetched_ahead(kernel, dtype, n):
+    m = 2100 if np.dtype(dtype).itemsize == 4 else 1100
+    rng = np.random.default_rng(n)
+    a = _rand(rng, (2, 70, m), dtype).swapaxes(-1, -2)
+    b = _rand(rng, (2, 70, n), dtype)
+    c = fastgemm.matmul(a, b)
+    one, two = on_threads(lambda: fastgemm.matmul(a[1], b[1]))
+    assert np.array_equal(c[1], one) and np.array_equal(one, two)
+    for i in (0, 1):
+        ref, bound = reference(a[i], b[i], None, 1.0, 0.0)
+        assert_matches(c[i], ref, bound, f"item {i}")
+
+
 # A stack of such items past 8 MiB keeps the panels and their prefetch of the next item (on one
 # thread; a thread's piece of it may sweep): the same bits as the single product's sweep.
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -51,7 +51,7 @@ const FmaWidths& fma_widths() {
 // A pass of its own for the part pays where half-width FMAs run at well over half the whole ones'
 // GFLOP/s: Zen 4 ran float32 FMAs at 113.7 GFLOP/s in 512-bit vectors and 115.9 in 256-bit ones
 // (`fastgemm info --peak` on an EPYC), so 20 columns in a whole and a half vector cost 1.5 whole
-// ones; the Intel Xeon of sessions 42-44 at 217 and 115 (two FMAs a cycle in either width: a
+// ones; the Intel Xeon of sessions 42-44 at 217 and 109 (two FMAs a cycle in either width: a
 // masked whole vector costs what a half one does, and the pass of its own adds a sweep of A).
 bool half_tails() {
     const int f = forced.load(std::memory_order_relaxed);

@@ -30,6 +30,23 @@ template <typename V>
 constexpr int small_prefetch_b<V, std::void_t<decltype(V::kSmallPrefetchB)>> = V::kSmallPrefetchB;
 constexpr int64_t kSmallPrefetchMaxM = 4;
 
+// An A stored by columns (rows 1 apart, its elements for one k step at least
+// kSmallAheadAMinStride bytes from the next step's) of more than kSmallAheadABytes: each row group
+// reads a line of every one of its k columns, k streams no hardware prefetcher follows, so each k
+// step prefetches the line kSmallAheadARows rows further down (float32 x.T @ w, 3000 x 64 x 130,
+// 0.74x -> 1.21x NumPy on an Intel Xeon; an A within L2 lost: float64 700 x 20 x 20 0.90x ->
+// 0.84x). A template argument of small_panel (AHEAD_A), chosen per pass: a test in every
+// product's k loop cost float64 130 x 130 x 20 6%, one per row group in small_panel 5-8% on 700 x
+// 20 x 20. See docs/DESIGN.md, "Small products".
+constexpr int64_t kSmallAheadAMinStride = 256;
+constexpr int64_t kSmallAheadABytes = 512 * 1024;
+constexpr int64_t kSmallAheadARows = 16;
+template <typename T>
+constexpr bool small_ahead_a(int64_t m, int64_t k, int64_t rsa, int64_t csa) {
+    const int64_t bytes = int64_t(sizeof(T));
+    return rsa == 1 && csa * bytes >= kSmallAheadAMinStride && m * k * bytes > kSmallAheadABytes;
+}
+
 // The raw sums of C's elements carried from one k chunk of a product to the next (small's
 // k chunks): the accumulators start from `from` (null: zero) and, when `to` is set, are left
 // there unscaled instead of finishing C. Rows rs apart, columns as C's. Each element then sums
@@ -90,9 +107,9 @@ struct NextItem {
 // hide the FMA latency that one row's chain over k would expose, and each B vector loaded serves
 // RG rows. K > 0 fixes the depth at compile time (the k loop unrolls fully); FULL: every vector
 // is whole, else the last one has `last`'s lanes and only it is masked. pf > 0: B's rows
-// prefetched pf steps ahead. AHEAD: `next` holds lines of a stack's next item to prefetch (a
-// template argument: the check in each k step cost single products of 80^3-96^3 4-6%).
-template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD>
+// prefetched pf steps ahead; AHEAD_A: A's element kSmallAheadARows rows down too. AHEAD: `next` holds lines of a
+// stack's next item to prefetch (a template argument: the check in each k step cost single products of 80^3-96^3 4-6%).
+template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD, bool AHEAD_A = false>
 [[gnu::always_inline]] inline void small_sums(typename V::reg (&acc)[RG][NV], int64_t k, const typename V::T* a,
                                               int64_t rsa, int64_t csa, const typename V::T* b, int64_t rsb,
                                               typename V::mask last, int pf, const SmallSums<typename V::T>& sums,
@@ -120,6 +137,7 @@ template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD>
         const T* bp = b + p * rsb;
         if constexpr (AHEAD)
             for (int l = 0; l < per && ahead < ahead_end; ++l, ahead += 64) __builtin_prefetch(ahead, 0, 2);
+        if constexpr (AHEAD_A) __builtin_prefetch(a + kSmallAheadARows * rsa + p * csa, 0, 3);
         if (pf && p + pf < k)
 #pragma GCC unroll 4
             for (int j = 0; j < NV; ++j) __builtin_prefetch(bp + pf * rsb + j * W, 0, 3);
@@ -147,7 +165,7 @@ template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD>
 // small_sums' RG x NV block of C finished: alpha * sums + beta * C (C not read where beta is 0),
 // or the raw sums left in sums.to. Only the last vector is masked where not FULL (a masked store
 // is microcoded on AMD cores: masking every vector cost float32 2630 x 30 x 10 15%).
-template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false>
+template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false, bool AHEAD_A = false>
 inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                        const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
                        typename V::mask last, int pf = 0, const SmallSums<typename V::T>& sums = {},
@@ -156,7 +174,7 @@ inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, i
     using R = typename V::reg;
     constexpr int W = V::W;
     R acc[RG][NV];
-    small_sums<V, RG, NV, K, FULL, AHEAD>(acc, k, a, rsa, csa, b, rsb, last, pf, sums, next);
+    small_sums<V, RG, NV, K, FULL, AHEAD, AHEAD_A>(acc, k, a, rsa, csa, b, rsb, last, pf, sums, next);
     auto whole = [](int j) { return FULL || j + 1 < NV; };
     if (sums.to) {
 #pragma GCC unroll 8
@@ -227,7 +245,7 @@ template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false>
 // vector wide (a last 5-11 rows in groups of 4-7), 6 when two (4 rows held 4 or 8 accumulators,
 // too few chains for the FMA's latency on two pipes; a last 7 or 8 rows go as 4 + 3 or 4 + 4,
 // not with a 1- or 2-row group), else 4; then the 1-3 left over.
-template <typename V, int NV, int K, bool FULL>
+template <typename V, int NV, int K, bool FULL, bool AHEAD_A = false>
 inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                         const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
                         typename V::mask last, const SmallSums<typename V::T>& sums = {}, NextItem* next = nullptr) {
@@ -236,7 +254,10 @@ inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typenam
     int64_t i = 0;
     auto rows = [&](auto rg, int pfi) {
         constexpr int RG = decltype(rg)::value;
-        if (next)
+        if constexpr (AHEAD_A)  // rows 1 apart, a constant: RG row strides in registers spilled at 8 rows
+            small_rows<V, RG, NV, K, FULL, false, true>(k, alpha, a + i, 1, csa, b, rsb, beta, c + i * rsc, rsc, last,
+                                                        pfi, sums.at(i, 0));
+        else if (next)
             small_rows<V, RG, NV, K, FULL, true>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, last,
                                                  pfi, sums.at(i, 0), next);
         else
@@ -436,6 +457,10 @@ void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const type
     if (!next && k <= kShortKMax && n > PV * W && !sums.from && !sums.to)
         return short_k<V>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
     int64_t j = 0;
+    if (!next && small_ahead_a<typename V::T>(m, k, rsa, csa))
+        for (; j + PV * W <= n; j += PV * W)
+            small_panel<V, PV, 0, true, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc,
+                                              typename V::mask{}, sums.at(0, j));
     for (; j + PV * W <= n; j += PV * W)
         small_panel<V, PV, 0, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, typename V::mask{},
                                     sums.at(0, j), next);
@@ -450,8 +475,12 @@ void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const type
         constexpr int NV = decltype(nv)::value;
         const typename V::mask last = V::lanes(int(n - j - (NV - 1) * W));
         auto run = [&](auto full) {
-            small_panel<V, NV, 0, decltype(full)::value>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, last,
-                                                         sums.at(0, j), next);
+            if (!next && small_ahead_a<typename V::T>(m, k, rsa, csa))
+                small_panel<V, NV, 0, decltype(full)::value, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j,
+                                                                   rsc, last, sums.at(0, j));
+            else
+                small_panel<V, NV, 0, decltype(full)::value>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc,
+                                                             last, sums.at(0, j), next);
         };
         if ((n - j) % W == 0) run(std::true_type{});
         else run(std::false_type{});
@@ -782,6 +811,14 @@ void stack_items(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
         auto panels = [&](auto nv, auto full) {
             constexpr int NV = decltype(nv)::value;
             const typename V::mask last = V::lanes(int(n - (NV - 1) * W));
+            if (small_ahead_a<T>(m, k, rsa, csa))  // items past half a MiB: their own lines, not the next item's
+                return each_item<PV * W>(
+                    s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
+                    [&](const T* ai, const T* bi, T* ci, NextItem*) {
+                        small_panel<V, NV, 0, decltype(full)::value, true>(m, k, alpha, ai, rsa, csa, bi, rsb, beta, ci,
+                                                                           rsc, last);
+                    },
+                    after);
             each_item<PV * W>(
                 s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
                 [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
