@@ -107,8 +107,9 @@ struct NextItem {
 // hide the FMA latency that one row's chain over k would expose, and each B vector loaded serves
 // RG rows. K > 0 fixes the depth at compile time (the k loop unrolls fully); FULL: every vector
 // is whole, else the last one has `last`'s lanes and only it is masked. pf > 0: B's rows
-// prefetched pf steps ahead; AHEAD_A: A's element kSmallAheadARows rows down too. AHEAD: `next` holds lines of a
-// stack's next item to prefetch (a template argument: the check in each k step cost single products of 80^3-96^3 4-6%).
+// prefetched pf steps ahead; AHEAD_A: A's element kSmallAheadARows rows down too. AHEAD: `next`
+// holds lines of a stack's next item to prefetch (a template argument: the check in each k step
+// cost single products of 80^3-96^3 4-6%).
 template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD, bool AHEAD_A = false>
 [[gnu::always_inline]] inline void small_sums(typename V::reg (&acc)[RG][NV], int64_t k, const typename V::T* a,
                                               int64_t rsa, int64_t csa, const typename V::T* b, int64_t rsb,
