@@ -457,34 +457,33 @@ void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const type
     constexpr int W = V::W;
     if (!next && k <= kShortKMax && n > PV * W && !sums.from && !sums.to)
         return short_k<V>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
+    // A panel NV vectors wide at column j0 (FULL: no masks, `last` unread), A prefetched ahead
+    // where small_ahead_a says so (never with a next item to prefetch).
+    const bool ahead_a = !next && small_ahead_a<typename V::T>(m, k, rsa, csa);
+    auto panel_at = [&](auto nv, auto full, int64_t j0, typename V::mask last) {
+        constexpr int NV = decltype(nv)::value;
+        constexpr bool FULL = decltype(full)::value;
+        if (ahead_a)
+            small_panel<V, NV, 0, FULL, true>(m, k, alpha, a, rsa, csa, b + j0, rsb, beta, c + j0, rsc, last,
+                                              sums.at(0, j0));
+        else
+            small_panel<V, NV, 0, FULL>(m, k, alpha, a, rsa, csa, b + j0, rsb, beta, c + j0, rsc, last, sums.at(0, j0),
+                                        next);
+    };
     int64_t j = 0;
-    if (!next && small_ahead_a<typename V::T>(m, k, rsa, csa))
-        for (; j + PV * W <= n; j += PV * W)
-            small_panel<V, PV, 0, true, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc,
-                                              typename V::mask{}, sums.at(0, j));
     for (; j + PV * W <= n; j += PV * W)
-        small_panel<V, PV, 0, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc, typename V::mask{},
-                                    sums.at(0, j), next);
+        panel_at(std::integral_constant<int, PV>{}, std::true_type{}, j, typename V::mask{});
     if (j == n) return;
     if constexpr (has_half<V>)
         if (to_half_tail<V>(n - j))
             return half_tail<V, PV>((n - j) / W, (n - j) % W, m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc,
                                     sums.at(0, j), next);
     // A last panel of whole vectors (a B chunk of run_small_chunks, 16 or 48 columns of
-    // float64) goes without masks, as the full panels do (FULL: `last` unread).
+    // float64) goes without masks, as the full panels do.
     auto panel = [&](auto nv) {
-        constexpr int NV = decltype(nv)::value;
-        const typename V::mask last = V::lanes(int(n - j - (NV - 1) * W));
-        auto run = [&](auto full) {
-            if (!next && small_ahead_a<typename V::T>(m, k, rsa, csa))
-                small_panel<V, NV, 0, decltype(full)::value, true>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j,
-                                                                   rsc, last, sums.at(0, j));
-            else
-                small_panel<V, NV, 0, decltype(full)::value>(m, k, alpha, a, rsa, csa, b + j, rsb, beta, c + j, rsc,
-                                                             last, sums.at(0, j), next);
-        };
-        if ((n - j) % W == 0) run(std::true_type{});
-        else run(std::false_type{});
+        const typename V::mask last = V::lanes(int(n - j - (decltype(nv)::value - 1) * W));
+        if ((n - j) % W == 0) panel_at(nv, std::true_type{}, j, last);
+        else panel_at(nv, std::false_type{}, j, last);
     };
     switch ((n - j + W - 1) / W) {
         case 1: return panel(std::integral_constant<int, 1>{});
