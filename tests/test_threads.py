@@ -220,6 +220,55 @@ def test_fork_before_any_threaded_gemm_may_raise_threads_again():
     assert "child 0" in r.stdout, r.stdout
 
 
+@pytest.mark.skipif(
+    not os.path.isdir("/proc/self/task") or len(getattr(os, "sched_getaffinity", lambda _: ())(0)) < 2,
+    reason="needs Linux /proc and two CPUs this process may use",
+)
+def test_sleeping_workers_keep_off_the_callers_cpu_and_wake_with_their_affinity():
+    """An idle worker goes to sleep after 20 ms without the CPU its caller last ran on (woken,
+    the scheduler would queue it there behind the caller); woken, it takes its affinity back,
+    unless the program changed it meanwhile. The products stay exact throughout."""
+    code = """
+        import os, time, numpy as np, fastgemm
+        fastgemm.set_num_threads(2)
+        a = (np.arange(300 * 300, dtype=np.float32).reshape(300, 300) % 7)
+        expected = a.astype(np.float64) @ a
+        full = os.sched_getaffinity(0)
+        before = set(os.listdir("/proc/self/task"))
+        assert (fastgemm.matmul(a, a) == expected).all()
+        workers = [int(t) for t in set(os.listdir("/proc/self/task")) - before]
+        assert len(workers) == 1, workers
+
+        def affinity_becomes(want, seconds):
+            end = time.monotonic() + seconds
+            while os.sched_getaffinity(workers[0]) != want and time.monotonic() < end:
+                time.sleep(0.005)
+            return os.sched_getaffinity(workers[0])
+
+        def asleep_without_one_cpu():
+            time.sleep(0.2)  # idle 20 ms, then asleep
+            got = os.sched_getaffinity(workers[0])
+            return got < full and len(full - got) == 1
+
+        print("asleep", asleep_without_one_cpu())
+        ok = True
+        for _ in range(3):  # the first product after a pause may run alone and wake the worker
+            ok &= bool((fastgemm.matmul(a, a) == expected).all())
+        print("woken", affinity_becomes(full, 1.0) == full, ok)
+        print("asleep again", asleep_without_one_cpu())
+        mine = full - os.sched_getaffinity(workers[0])
+        os.sched_setaffinity(workers[0], mine)  # the program's choice while it sleeps
+        for _ in range(3):
+            ok &= bool((fastgemm.matmul(a, a) == expected).all())
+        time.sleep(0.01)
+        print("kept", os.sched_getaffinity(workers[0]) == mine, ok)
+    """
+    r = run_python(code, env={"OPENBLAS_NUM_THREADS": "1"}, timeout=60)
+    assert r.returncode == 0, r.stderr
+    expected = ["asleep True", "woken True True", "asleep again True", "kept True True"]
+    assert r.stdout.split("\n")[:4] == expected, r.stdout
+
+
 # ---------------------------------------------------------------------------------------------
 # Controls
 

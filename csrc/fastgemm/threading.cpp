@@ -95,6 +95,11 @@ std::atomic<int64_t> g_sleeper_start_ns{0};
 
 // Idle workers awake (yielding, so counted by runnable_threads).
 std::atomic<int> g_idle_awake{0};
+// Workers woken from sleep that have not run yet: runnable (counted by runnable_threads), and
+// up to ~1 ms from running on an idle virtual CPU. And the CPU of the thread that last started
+// a team or woke the workers, which a sleeping worker keeps off (Pool::work).
+std::atomic<int> g_waking{0};
+std::atomic<int> g_caller_cpu{-1};
 
 bool workers_asleep(int64_t now) { return now - g_workers_active.load(std::memory_order_relaxed) > kIdleYieldNs; }
 
@@ -107,6 +112,7 @@ void after_fork_in_child() {
     g_forked.store(true, std::memory_order_relaxed);
     g_sleeper_start_ns.store(0, std::memory_order_relaxed);
     g_idle_awake.store(0, std::memory_order_relaxed);
+    g_waking.store(0, std::memory_order_relaxed);
     g_solo_until.store(0, std::memory_order_relaxed);
     g_late_ns.store(0, std::memory_order_relaxed);
     g_streak_start.store(0, std::memory_order_relaxed);
@@ -207,21 +213,44 @@ int current_cpu() {
 #endif
 }
 
-// A worker woken onto its waker's CPU (the scheduler's choice for a woken thread) would stay
-// there for milliseconds, the two threads taking turns on one core. It moves itself off: its
-// affinity without that CPU, then as it was.
-void leave_cpu(int cpu) {
+// The calling thread's affinity without `cpu`, where it has that CPU and another. Keeps off it
+// until restored with back_to(); a no-op where the system has no affinity.
+struct CpuAvoided {
 #if defined(__linux__)
-    cpu_set_t mask;
-    if (cpu < 0 || sched_getaffinity(0, sizeof mask, &mask) != 0 || !CPU_ISSET(cpu, &mask) || CPU_COUNT(&mask) < 2)
-        return;
-    cpu_set_t others = mask;
-    CPU_CLR(cpu, &others);
-    if (sched_setaffinity(0, sizeof others, &others) == 0) sched_setaffinity(0, sizeof mask, &mask);
+    cpu_set_t mask, others;  // the affinity before, and the one set
+#endif
+    bool active = false;
+};
+CpuAvoided avoid_cpu(int cpu) {
+    CpuAvoided a;
+#if defined(__linux__)
+    if (cpu < 0 || sched_getaffinity(0, sizeof a.mask, &a.mask) != 0 || !CPU_ISSET(cpu, &a.mask) ||
+        CPU_COUNT(&a.mask) < 2)
+        return a;
+    a.others = a.mask;
+    CPU_CLR(cpu, &a.others);
+    a.active = sched_setaffinity(0, sizeof a.others, &a.others) == 0;
 #else
     (void)cpu;
 #endif
+    return a;
 }
+// The affinity as it was before avoid_cpu, unless it was changed since (by the program: then
+// that choice stands).
+void back_to(const CpuAvoided& a) {
+#if defined(__linux__)
+    cpu_set_t now;
+    if (a.active && sched_getaffinity(0, sizeof now, &now) == 0 && CPU_EQUAL(&now, &a.others))
+        sched_setaffinity(0, sizeof a.mask, &a.mask);
+#else
+    (void)a;
+#endif
+}
+
+// A worker woken onto its waker's CPU (the scheduler's choice for a woken thread) would stay
+// there for milliseconds, the two threads taking turns on one core. It moves itself off: its
+// affinity without that CPU, then as it was.
+void leave_cpu(int cpu) { back_to(avoid_cpu(cpu)); }
 
 // Notes where thread `tid` runs; true when a teammate for which `waited(j)` holds was last seen
 // on the same CPU. A woken worker may be queued on its waker's CPU: spinning there would keep
@@ -263,7 +292,8 @@ class Pool {
         team_.size = threads;
         team_.started.store(1, std::memory_order_relaxed);
         const int64_t asked = now_ns();
-        const bool asleep = workers_asleep(asked);
+        // Workers still waking from the last wake-up start as late as sleeping ones.
+        const bool asleep = workers_asleep(asked) || g_waking.load(std::memory_order_relaxed) > 0;
         team_.last_start.store(asked, std::memory_order_relaxed);
         const uint64_t job = ++job_;
         for (int w = 0; w < threads - 1; ++w) slots_[w]->state.store(job << 2 | kInvited, std::memory_order_release);
@@ -271,6 +301,7 @@ class Pool {
         // orders this notification after any such check.
         {
             std::lock_guard<std::mutex> lock(sleep_mu_);
+            note_waking();
         }
         wake_.notify_all();
         Team* outer = t_team;
@@ -309,11 +340,18 @@ class Pool {
         pokes_.fetch_add(1, std::memory_order_relaxed);
         {
             std::lock_guard<std::mutex> lock(sleep_mu_);
+            note_waking();
         }
         wake_.notify_all();
     }
 
    private:
+    // Under sleep_mu_, before a notification, which makes every sleeping worker runnable.
+    void note_waking() {
+        g_waking.store(sleeping_, std::memory_order_relaxed);
+        g_caller_cpu.store(current_cpu(), std::memory_order_relaxed);
+    }
+
     // A slot's state: the job number << 2 | where the worker is with it.
     static constexpr uint64_t kInvited = 0, kRunning = 1, kSkipped = 2, kDone = 3;
     struct alignas(64) Slot {
@@ -338,9 +376,18 @@ class Pool {
                 wait_until(ready, [] { return kYieldAfterNs; }, now_ns() + kIdleYieldNs, idle_worker_should_sleep);
             g_idle_awake.fetch_sub(1, std::memory_order_relaxed);
             if (!woken) {
+                // Woken, a worker would be queued on its waker's CPU behind the caller, which
+                // then ran products alone or waited for it for up to a scheduler tick while the
+                // other CPU idled; asleep it keeps off the CPU its caller last ran on.
+                const CpuAvoided away = avoid_cpu(g_caller_cpu.load(std::memory_order_relaxed));
                 std::unique_lock<std::mutex> lock(sleep_mu_);
                 const uint64_t pokes = pokes_.load(std::memory_order_relaxed);
+                ++sleeping_;
                 wake_.wait(lock, [&] { return ready() || pokes_.load(std::memory_order_relaxed) != pokes; });
+                --sleeping_;
+                if (g_waking.load(std::memory_order_relaxed) > 0) g_waking.fetch_sub(1, std::memory_order_relaxed);
+                lock.unlock();
+                back_to(away);
                 if (!ready()) continue;
             }
             last = slot.state.load(std::memory_order_acquire) >> 2;
@@ -371,6 +418,7 @@ class Pool {
     std::atomic<uint64_t> pokes_{0};
     Team team_;
     std::mutex sleep_mu_;
+    int sleeping_ = 0;  // workers waiting on wake_, under sleep_mu_
     std::condition_variable wake_;
 };
 
@@ -450,10 +498,10 @@ namespace {
 // elastic teams skip a worker that has not started (128^3 float32 on the small kernels ran at
 // 2-thread speed beside OpenBLAS's spinning worker); see docs/DESIGN.md, "Waiting".
 constexpr double kCrowdedMaxWork = double(int64_t(1) << 26);
-// CPUs with no runnable thread but our idle workers, the caller's not counted (plenty when
-// the system does not say): read at most every kFreeCpusCheckNs, and the more of the last two
-// reads, so that a thread runnable for a moment (a kernel thread: 0.5% of reads on an idle
-// 2-vCPU machine, some for milliseconds) does not keep a product to one thread, while a
+// CPUs with no runnable thread but our idle or waking workers, the caller's not counted
+// (plenty when the system does not say): read at most every kFreeCpusCheckNs, and the more of
+// the last two reads, so that a thread runnable for a moment (a kernel thread: 0.5% of reads on
+// an idle 2-vCPU machine, some for milliseconds) does not keep a product to one thread, while a
 // neighbour's pool spinning for 0.1 s does.
 constexpr int64_t kFreeCpusCheckNs = 200'000;
 std::atomic<int64_t> g_free_cpus_checked{0};
@@ -461,7 +509,8 @@ std::atomic<int> g_free_cpus{kPlentyOfCpus}, g_free_cpus_read{kPlentyOfCpus};
 int free_cpus(int64_t now) {
     if (now - g_free_cpus_checked.load(std::memory_order_relaxed) < kFreeCpusCheckNs)
         return g_free_cpus.load(std::memory_order_relaxed);
-    const int read = unclaimed_cpus() + g_idle_awake.load(std::memory_order_relaxed);
+    const int read =
+        unclaimed_cpus() + g_idle_awake.load(std::memory_order_relaxed) + g_waking.load(std::memory_order_relaxed);
     const int free = std::max(read, g_free_cpus_read.exchange(read, std::memory_order_relaxed));
     g_free_cpus.store(free, std::memory_order_relaxed);
     g_free_cpus_checked.store(now, std::memory_order_relaxed);
