@@ -341,8 +341,9 @@ template <typename T>
 bool transposed_in_registers(const KernelSet& ks, const SmallProduct<T>& sp, T beta) {
     const KernelTable<T>& uk = main_table<T>(ks);
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
-    return uk.transposed_min_k > 0 && k >= uk.transposed_min_k && std::max({m, n, k}) <= kTransposedMaxSide &&
-           transposes_in_place(sp, beta) && small_tail_dots(uk, sp) == 0 && small_shaped(ks, transposed_operands(sp));
+    return transposes_in_place(sp, beta) && uk.transposed_min_k > 0 && k >= uk.transposed_min_k &&
+           std::max({m, n, k}) <= kTransposedMaxSide && small_tail_dots(uk, sp) == 0 &&
+           small_shaped(ks, transposed_operands(sp));
 }
 
 // A single x.T @ W.T product (as orient sees it) that transposed_in_registers takes, on one
