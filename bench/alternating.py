@@ -7,10 +7,13 @@ median of each and their ratio (NumPy time / fastgemm time), next to the same tw
 pause before every call (what `python -m fastgemm bench` does), so the cost of the neighbour's
 threads shows as the difference between the two rows. The mean columns are what a program
 of such calls gets: a call that waits a scheduler time slice for a preempted thread moves the
-mean, not the median.
+mean, not the median. With --burst K a third row pauses as the second, then makes K calls of
+one library and times calls 2..K (a program that computes in bursts between pauses: the first
+call pays the wake-ups, the rest show whether the threads are back at work).
 
     python bench/alternating.py                  # 2048^3 and 4096^3 float32, all usable CPUs
     python bench/alternating.py --sizes 350x222x175,200 --samples 400 --no-pause
+    python bench/alternating.py --sizes 128,256,512 --samples 15 --burst 8
 """
 
 from __future__ import annotations
@@ -32,7 +35,10 @@ def main() -> None:
     p.add_argument("--samples", type=int, default=9)
     p.add_argument("--dtype", default="float32", choices=("float32", "float64"))
     p.add_argument("--no-pause", action="store_true", help="only the alternating row")
+    p.add_argument("--burst", type=int, default=0, help="also K calls after each pause, calls 2..K timed (K >= 2)")
     args = p.parse_args()
+    if args.burst == 1 or args.burst < 0:
+        p.error("--burst takes K >= 2 (0: no burst row)")
     try:
         from threadpoolctl import threadpool_limits
     except ImportError as e:
@@ -45,22 +51,27 @@ def main() -> None:
         f"{'m x n x k':>16} {'mode':<12} {'GF/s median: numpy':>19} {'fastgemm':>9} {'ratio':>6}   "
         f"{'mean: numpy':>11} {'fastgemm':>9} {'ratio':>6}"
     )
-    modes = (("alternating", 0.0),) if args.no_pause else (("alternating", 0.0), ("paused", 0.2))
+    modes = [("alternating", 0.0, 1)] if args.no_pause else [("alternating", 0.0, 1), ("paused", 0.2, 1)]
+    if args.burst:
+        modes.append((f"burst {args.burst}", 0.2, args.burst))
     for size in args.sizes.split(","):
         m, n, k = (int(d) for d in size.split("x")) if "x" in size else (int(size),) * 3
         a = rng.standard_normal((m, k)).astype(args.dtype)
         b = rng.standard_normal((k, n)).astype(args.dtype)
         c = np.empty((m, n), args.dtype)
         flops = 2.0 * m * n * k
-        for mode, pause in modes:
+        for mode, pause, calls in modes:
             tn, tf = [], []
             for _ in range(args.samples):
                 for lib, times in ((np.matmul, tn), (fg.matmul, tf)):
                     if pause:  # not even sleep(0) otherwise: that system call hid NumPy's stalls (session 35)
                         time.sleep(pause)
+                    if calls > 1:
+                        lib(a, b, out=c)  # the burst's first call, untimed
                     t0 = time.perf_counter()
-                    lib(a, b, out=c)
-                    times.append(time.perf_counter() - t0)
+                    for _ in range(max(1, calls - 1)):
+                        lib(a, b, out=c)
+                    times.append((time.perf_counter() - t0) / max(1, calls - 1))
             mn, mf = statistics.median(tn), statistics.median(tf)
             an, af = statistics.fmean(tn), statistics.fmean(tf)
             print(
