@@ -217,7 +217,7 @@ int current_cpu() {
 // until restored with back_to(); a no-op where the system has no affinity.
 struct CpuAvoided {
 #if defined(__linux__)
-    cpu_set_t mask, others;  // the affinity before, and the one set
+    cpu_set_t mask{}, others{};  // the affinity before, and the one set
 #endif
     bool active = false;
 };
