@@ -625,7 +625,8 @@ const char* thread_pool_policy() {
         "fastgemm's own pool: a thread waiting for a running teammate on another CPU spins up to " +
         std::to_string(kRunningTeammateNs / 1'000'000) + " ms, else yields after " +
         std::to_string(kYieldAfterNs / 1'000) + " us; idle workers yield, then sleep after " +
-        std::to_string(kIdleYieldNs / 1'000'000) + " ms, or sooner while more threads are runnable than CPUs";
+        std::to_string(kIdleYieldNs / 1'000'000) +
+        " ms, or sooner while more threads are runnable than CPUs, off the CPU their caller last ran on";
     return policy.c_str();
 }
 
