@@ -68,10 +68,11 @@ def main() -> None:
                         time.sleep(pause)
                     if calls > 1:
                         lib(a, b, out=c)  # the burst's first call, untimed
+                    timed = max(1, calls - 1)
                     t0 = time.perf_counter()
-                    for _ in range(max(1, calls - 1)):
+                    for _ in range(timed):
                         lib(a, b, out=c)
-                    times.append((time.perf_counter() - t0) / max(1, calls - 1))
+                    times.append((time.perf_counter() - t0) / timed)
             mn, mf = statistics.median(tn), statistics.median(tf)
             an, af = statistics.fmean(tn), statistics.fmean(tf)
             print(

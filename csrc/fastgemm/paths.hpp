@@ -570,23 +570,17 @@ class PaddingFlags {
     // After the product: has_nan() says whether C holds a NaN (called only when needed).
     template <typename F>
     void settle(F has_nan) const {
-        if (!invalid_before_ && invalid() && !has_nan()) {
-#if defined(__x86_64__) || defined(__i386__)
-            _mm_setcsr(_mm_getcsr() & ~unsigned(_MM_EXCEPT_INVALID));
-#else
-            std::feclearexcept(FE_INVALID);
-#endif
-        }
+        if (!invalid_before_ && invalid() && !has_nan()) clear_invalid();
     }
 
    private:
-    static bool invalid() {
 #if defined(__x86_64__) || defined(__i386__)
-        return (_mm_getcsr() & _MM_EXCEPT_INVALID) != 0;
+    static bool invalid() { return (_mm_getcsr() & _MM_EXCEPT_INVALID) != 0; }
+    static void clear_invalid() { _mm_setcsr(_mm_getcsr() & ~unsigned(_MM_EXCEPT_INVALID)); }
 #else
-        return std::fetestexcept(FE_INVALID) != 0;
+    static bool invalid() { return std::fetestexcept(FE_INVALID) != 0; }
+    static void clear_invalid() { std::feclearexcept(FE_INVALID); }
 #endif
-    }
     bool invalid_before_;
 };
 

@@ -286,7 +286,8 @@ class Pool {
             team_.cpus = std::make_unique<std::atomic<int>[]>(size_t(threads));
             team_.capacity = threads;
         }
-        team_.cpus[0].store(current_cpu(), std::memory_order_relaxed);
+        const int caller_cpu = current_cpu();
+        team_.cpus[0].store(caller_cpu, std::memory_order_relaxed);
         for (int t = 1; t < threads; ++t) team_.cpus[t].store(-1, std::memory_order_relaxed);
         team_.fn = &fn;
         team_.size = threads;
@@ -301,7 +302,7 @@ class Pool {
         // orders this notification after any such check.
         {
             std::lock_guard<std::mutex> lock(sleep_mu_);
-            note_waking();
+            note_waking(caller_cpu);
         }
         wake_.notify_all();
         Team* outer = t_team;
@@ -340,16 +341,17 @@ class Pool {
         pokes_.fetch_add(1, std::memory_order_relaxed);
         {
             std::lock_guard<std::mutex> lock(sleep_mu_);
-            note_waking();
+            note_waking(current_cpu());
         }
         wake_.notify_all();
     }
 
    private:
-    // Under sleep_mu_, before a notification, which makes every sleeping worker runnable.
-    void note_waking() {
+    // Under sleep_mu_, before a notification, which makes every sleeping worker runnable; `cpu`:
+    // the notifying caller's.
+    void note_waking(int cpu) {
         g_waking.store(sleeping_, std::memory_order_relaxed);
-        g_caller_cpu.store(current_cpu(), std::memory_order_relaxed);
+        g_caller_cpu.store(cpu, std::memory_order_relaxed);
     }
 
     // A slot's state: the job number << 2 | where the worker is with it.
