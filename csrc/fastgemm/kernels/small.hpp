@@ -782,6 +782,7 @@ void stack_items(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
                 break;
             case 4:
                 if constexpr (4 % W == 0) return fixed(std::integral_constant<int, 4>{}, Tag<V>{});
+                else if constexpr (4 % H::W == 0) return fixed(std::integral_constant<int, 4>{}, Tag<H>{});
                 else return tiny(std::integral_constant<int, 4>{});
             case 8:
                 if constexpr (8 % W == 0) return fixed(std::integral_constant<int, 8>{}, Tag<V>{});
