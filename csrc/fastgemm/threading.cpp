@@ -540,6 +540,10 @@ int threads_for(int64_t m, int64_t n, int64_t k, int64_t min_work_per_thread) {
     return by_work >= cap ? cap : int(by_work);
 }
 
+bool one_thread_by_work(int64_t m, int64_t n, int64_t k, int64_t min_work_per_thread) {
+    return threads_by_work(m, n, k, min_work_per_thread) < 2;
+}
+
 bool may_run_threaded(int64_t m, int64_t n, int64_t k) {
     return t_team == nullptr && max_threads() > 1 && threads_by_work(m, n, k, kSmallMinWorkPerThread) >= 2;
 }

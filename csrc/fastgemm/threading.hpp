@@ -55,6 +55,9 @@ int threads_for(int64_t m, int64_t n, int64_t k, int64_t min_work_per_thread = k
 // one, which only lowers the count and changes with time, so the answer holds for a call that
 // already ran.
 bool may_run_threaded(int64_t m, int64_t n, int64_t k);
+// Whether threads_for(m, n, k, min_work_per_thread) is 1 by the work alone, whatever the thread
+// settings and the machine's load.
+bool one_thread_by_work(int64_t m, int64_t n, int64_t k, int64_t min_work_per_thread);
 
 // fn(tid, team) on a team of `threads` (fn(0, 1) on the caller, no team, when threads == 1).
 // The team may be smaller than asked (the pool busy with another caller's team, the system out

@@ -1602,6 +1602,84 @@ void quick_cases(const fastgemm::KernelSet& ks) {
     }
 }
 
+// gemm sends a product with the views and beta == 0 (or not) of the last one its thread ran whole
+// on the small kernels straight to small_stack (gemm.cpp, SmallRoute). Products that differ
+// from each other in one shape, stride or beta, among them routes the replay must not take (a
+// B by columns that dots_side gives the dot kernels, C by columns, one row), each run right after
+// every one of them and itself: always the bits it gives after an unrelated product, and within
+// the K-scaled bound of a double reference.
+template <typename T>
+void small_route_replay(const fastgemm::KernelSet& ks) {
+    struct P {
+        int64_t m, n, k;
+        Layout la, lb, lc;
+        T beta;
+    };
+    const P ps[] = {
+        {4, 4, 4, kRowMajor, kRowMajor, kRowMajor, T(0)},       {4, 4, 4, kRowMajor, kRowMajor, kRowMajor, T(1)},
+        {4, 4, 4, kColMajor, kRowMajor, kRowMajor, T(0)},       {4, 4, 4, kRowMajor, kColMajor, kRowMajor, T(0)},
+        {4, 4, 4, kRowMajor, kRowMajor, kColMajor, T(0)},       {4, 4, 4, kStepped, kRowMajor, kRowMajor, T(0)},
+        {4, 5, 4, kRowMajor, kRowMajor, kRowMajor, T(0)},       {5, 4, 4, kRowMajor, kRowMajor, kRowMajor, T(0)},
+        {4, 4, 5, kRowMajor, kRowMajor, kRowMajor, T(0)},       {1, 4, 4, kRowMajor, kRowMajor, kRowMajor, T(0)},
+        {2, 16, 256, kRowMajor, kRowMajor, kRowMajor, T(0)},    {2, 16, 256, kRowMajor, kColMajor, kRowMajor, T(0)},
+        {2, 16, 256, kRowMajor, kRowMajor, kRowMajor, T(-0.5)}, {16, 2, 256, kRowMajor, kRowMajor, kRowMajor, T(0)},
+        {16, 2, 256, kStepped, kRowMajor, kRowMajor, T(0)}};
+    constexpr size_t kCount = sizeof(ps) / sizeof(ps[0]);
+    struct Operands {
+        Placed<T> a, b, c;
+        std::vector<T> c0;
+    };
+    std::vector<Operands> ops;
+    for (const P& p : ps) {
+        ops.push_back({Placed<T>(p.m, p.k, p.la, 0, T(0)), Placed<T>(p.k, p.n, p.lb, 0, T(0)),
+                       Placed<T>(p.m, p.n, p.lc, 0, T(0)), std::vector<T>(size_t(p.m * p.n))});
+        Operands& o = ops.back();
+        for (int64_t i = 0; i < p.m; ++i)
+            for (int64_t q = 0; q < p.k; ++q) o.a.at(i, q) = T(uniform());
+        for (int64_t q = 0; q < p.k; ++q)
+            for (int64_t j = 0; j < p.n; ++j) o.b.at(q, j) = T(uniform());
+        for (T& x : o.c0) x = T(uniform());
+    }
+    auto run = [&](size_t x) {
+        Operands& o = ops[x];
+        o.c.fill(o.c0);
+        fastgemm::gemm<T>(T(0.75), o.a.cview(), o.b.cview(), ps[x].beta, o.c.view());
+        return o.c.store;
+    };
+    std::vector<T> ua(7 * 11), ub(11 * 9), uc(7 * 9);
+    auto unrelated = [&] {
+        fastgemm::gemm<T>(T(1), {ua.data(), 7, 11, 11, 1}, {ub.data(), 11, 9, 9, 1}, T(0), {uc.data(), 7, 9, 9, 1});
+    };
+    for (size_t x = 0; x < kCount; ++x) {
+        const P& p = ps[x];
+        unrelated();
+        const std::vector<T> fresh = run(x);
+        bool close = true;
+        for (int64_t i = 0; i < p.m; ++i)
+            for (int64_t j = 0; j < p.n; ++j) {
+                double ref = double(p.beta) * double(ops[x].c0[size_t(i * p.n + j)]), mag = std::fabs(ref);
+                for (int64_t q = 0; q < p.k; ++q) {
+                    const double t = 0.75 * double(ops[x].a.at(i, q)) * double(ops[x].b.at(q, j));
+                    ref += t;
+                    mag += std::fabs(t);
+                }
+                const double u = sizeof(T) == 4 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
+                close = close && std::fabs(double(ops[x].c.at(i, j)) - ref) <= 2.0 * double(p.k + 2) * u * mag;
+            }
+        bool same = true;
+        for (size_t y = 0; y < kCount; ++y) {
+            run(y);
+            same = same && run(x) == fresh;
+        }
+        char what[160];
+        std::snprintf(what, sizeof what, "%s %s small route replay %lldx%lldx%lld (layouts %d %d %d, beta %g)", ks.name,
+                      type_name<T>(), (long long)p.m, (long long)p.n, (long long)p.k, int(p.la), int(p.lb), int(p.lc),
+                      double(p.beta));
+        report(close, std::string(what) + ": against the reference");
+        report(same, std::string(what) + ": the same bits after every other product");
+    }
+}
+
 // Everything the driver checks on one kernel set.
 void all_cases(const fastgemm::KernelSet& ks) {
     run_kernel<float>(ks);
@@ -1624,6 +1702,8 @@ void all_cases(const fastgemm::KernelSet& ks) {
     small_chunks_check<double>(ks);
     half_tails_check<float>(ks);
     half_tails_check<double>(ks);
+    small_route_replay<float>(ks);
+    small_route_replay<double>(ks);
     few_rows_check<float, float>(ks, ks.f32, "float32", ks.f32.lanes);
     few_rows_check<double, double>(ks, ks.f64, "float64", ks.f64.lanes);
     few_rows_check<fastgemm::bfloat16_t, float>(ks, ks.lowp.bf16, "bfloat16", ks.f32.lanes);
