@@ -27,9 +27,9 @@ namespace {
 
 // The matmul loop takes every product: since the per-product cost went into the kernels
 // (stacks in one kernel call, no per-call setup) it beats NumPy's loop at every size. The
-// vector gufuncs (and np.dot / np.inner, fastgemm._numpy_funcs) keep NumPy's loop below this
-// many multiply-adds, where their fixed cost was not measured; see docs/DESIGN.md, "NumPy
-// loop threshold". Tests lower it to 0 so every product takes fastgemm's path.
+// vector gufuncs keep NumPy's loop below this many multiply-adds an item, where NumPy's loop
+// measured faster; see docs/DESIGN.md, "NumPy loop threshold". Tests lower it to 0 so every
+// product takes fastgemm's path.
 constexpr int64_t kDefaultMinFlops = int64_t(64) * 64 * 64;
 std::atomic<int64_t> g_min_flops{kDefaultMinFlops};
 
