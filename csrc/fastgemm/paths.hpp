@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cfenv>
+#include <cstdint>
 #include <stdexcept>
 #include <type_traits>
 
@@ -254,14 +255,37 @@ constexpr int kFewRowsAheadPart = 4;
 constexpr int kVectorAheadPart = 2;
 inline bool stream_ahead(double bytes, int part) { return bytes > double(caches().l3.size) / part; }
 
+// The elements of a float row form's matrix rows before their first 64-byte boundary, when
+// every row starts at the same offset in a line and at least kGemvHeadMinBytes of the range
+// follow: gemv_range runs them as a range of their own, so that the rest loads whole lines
+// instead of a vector straddling two on every row. Intel Xeon, float32 v @ A, A 16-48 bytes past
+// a line (on one: 50-58 GFLOP/s), apart -> not: 128^2 25 -> 29 GFLOP/s, 256^2 31-32 -> 43-45,
+// 512^2 33-34 -> 53; float64 96^2 13 -> 16, 256^2 17 -> 26; under 384 bytes after the head the
+// extra pass over the rows cost more (float64 48^2 11 -> 10, float32 80^2 23 -> 22); from memory
+// level (1024^2, 2048^2); 2-byte matrices, 32-byte loads, lost (bfloat16 512^2 24-26 -> 18).
+// Only with a chunk: there every output sums its k products in order whatever range it is in
+// (stream_rows); gemv_rows_narrow's chains depend on the range's width. 0 for none.
+constexpr int64_t kGemvHeadMinBytes = 384;
+
+template <typename S>
+int64_t gemv_head(const S* row, int64_t ldm, int64_t len) {
+    const auto off = int64_t(reinterpret_cast<uintptr_t>(row) % 64);
+    if (off == 0 || off % int64_t(sizeof(S)) != 0 || ldm * int64_t(sizeof(S)) % 64 != 0) return 0;
+    const int64_t head = (64 - off) / int64_t(sizeof(S));
+    return (len - head) * int64_t(sizeof(S)) >= kGemvHeadMinBytes ? head : 0;
+}
+
 // Outputs [lo, hi) of one matrix-vector product in form f on the calling thread (`chunk`: its
 // gemv_rows chunk, null where gemv_narrow, unused by the dots form; ahead: stream_ahead's, for
 // the rows form). Tab: as for try_gemv.
 template <typename Tab, typename S, typename T>
 void gemv_range(const Tab& uk, const GemvForm& f, int64_t k, T alpha, const S* x, const S* mat, T beta, T* y,
                 int64_t lo, int64_t hi, T* chunk, bool ahead) {
-    if (f.rows) uk.gemv_rows(hi - lo, k, alpha, x, f.incx, mat + lo, f.ldm, beta, y + lo, chunk, ahead);
-    else uk.gemv_dots(hi - lo, k, alpha, x, mat + lo * f.ldm, f.ldm, beta, y + lo * f.incy, f.incy);
+    if (f.rows) {
+        const int64_t head = std::is_same_v<S, T> && chunk ? gemv_head(mat + lo, f.ldm, hi - lo) : 0;
+        if (head > 0) uk.gemv_rows(head, k, alpha, x, f.incx, mat + lo, f.ldm, beta, y + lo, chunk, ahead);
+        uk.gemv_rows(hi - lo - head, k, alpha, x, f.incx, mat + lo + head, f.ldm, beta, y + lo + head, chunk, ahead);
+    } else uk.gemv_dots(hi - lo, k, alpha, x, mat + lo * f.ldm, f.ldm, beta, y + lo * f.incy, f.incy);
 }
 
 // One row or one column of C is a matrix-vector product: memory-bound on the matrix, which

@@ -392,6 +392,54 @@ void overlap_rule() {
            "c_disjoint: separate items, overlapping items, a self-overlapping matrix");
 }
 
+// A row of C times a matrix stored by rows (the matrix-vector rows form) whose rows start at
+// every element offset in a line: gemv_range runs the elements before the line boundary apart
+// (paths.hpp, gemv_head). Every offset gives the bits of the matrix on a line boundary, within
+// the K-scaled bound of a double reference; rows not a multiple of 64 bytes apart (no head)
+// and widths just past and under the head's bound alike.
+template <typename T>
+void gemv_head_check(const fastgemm::KernelSet& ks) {
+    constexpr int64_t per_line = 64 / int64_t(sizeof(T)), k = 37;
+    const int64_t bound = fastgemm::kGemvHeadMinBytes / int64_t(sizeof(T));
+    for (int64_t n : {bound + per_line, bound + per_line - 1, bound + 2 * per_line, 4 * bound + 3}) {
+        const int64_t ld = n % per_line == 0 ? n : n + per_line - n % per_line;
+        for (int64_t ldm : {ld, ld + 1}) {
+            std::vector<T> x(static_cast<size_t>(k)), src(static_cast<size_t>(k * n));
+            for (T& v : x) v = T(uniform());
+            for (T& v : src) v = T(uniform());
+            std::vector<T> buf(size_t(k * ldm + per_line + 64 / sizeof(T)));
+            const auto base = reinterpret_cast<uintptr_t>(buf.data());
+            T* line = buf.data() + ((64 - base % 64) % 64) / sizeof(T);  // on a line boundary
+            std::vector<T> first;
+            bool same = true, close = true;
+            for (int64_t off = 0; off < per_line; ++off) {
+                T* mat = line + off;
+                for (int64_t p = 0; p < k; ++p)
+                    for (int64_t j = 0; j < n; ++j) mat[p * ldm + j] = src[size_t(p * n + j)];
+                std::vector<T> c(size_t(n), T(0));
+                fastgemm::gemm<T>(T(1.25), {x.data(), 1, k, k, 1}, {mat, k, n, ldm, 1}, T(0), {c.data(), 1, n, n, 1});
+                if (off == 0) first = c;
+                same = same && c == first;
+                for (int64_t j = 0; j < n; ++j) {
+                    double ref = 0, mag = 0;
+                    for (int64_t p = 0; p < k; ++p) {
+                        const double t = 1.25 * double(x[size_t(p)]) * double(src[size_t(p * n + j)]);
+                        ref += t;
+                        mag += std::fabs(t);
+                    }
+                    const double u = sizeof(T) == 4 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
+                    close = close && std::fabs(double(c[size_t(j)]) - ref) <= 2.0 * double(k + 2) * u * mag;
+                }
+            }
+            const std::string what = std::string(ks.name) + " " + type_name<T>() + " gemv rows form, 1 x " +
+                                     std::to_string(n) + " x " + std::to_string(k) + ", rows " + std::to_string(ldm) +
+                                     " apart, every offset in a line";
+            report(close, what + ": against the reference");
+            report(same, what + ": the bits of the matrix on a line boundary");
+        }
+    }
+}
+
 // gemv_rows must not compute on chunk lanes past the row length: a chunk full of signalling
 // NaNs (what a reused stack could hold) must raise no FE_INVALID and leave the result exact.
 // Without a chunk (y within kGemvNarrowVectors vectors, the sums in registers): exact too, no
@@ -1690,6 +1738,8 @@ void all_cases(const fastgemm::KernelSet& ks) {
     packed_b<double>(ks);
     gemv_tail<float>(ks);
     gemv_tail<double>(ks);
+    gemv_head_check<float>(ks);
+    gemv_head_check<double>(ks);
     copy_columns<float>(ks);
     copy_columns<double>(ks);
     stack_column_tail<float>(ks);
