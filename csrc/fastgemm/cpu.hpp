@@ -12,7 +12,8 @@ struct CpuFeatures {
     bool avx512_bf16 = false;  // avx512 + AVX512_BF16 (vdpbf16ps)
     bool avx512_vnni = false;  // avx512 and AVX512_VNNI (vpdpbusd)
     bool neon = false;
-    bool intel = false;              // vendor GenuineIntel (caches.cpp: how fast one core reads L3)
+    bool intel = false;              // vendor GenuineIntel (caches.cpp: how fast one core reads L3;
+                                     // paths.hpp: gemv_head)
     std::vector<std::string> names;  // for info(): every flag we looked at and found
 };
 

@@ -394,7 +394,7 @@ void overlap_rule() {
 
 // A row of C times a matrix stored by rows (the matrix-vector rows form) whose rows start at
 // every element offset in a line: gemv_range runs the elements before the line boundary apart
-// (paths.hpp, gemv_head). Every offset gives the bits of the matrix on a line boundary, within
+// on Intel CPUs (paths.hpp, gemv_head). Every offset gives the bits of the matrix on a line boundary, within
 // the K-scaled bound of a double reference; rows not a multiple of 64 bytes apart (no head)
 // and widths just past and under the head's bound alike.
 template <typename T>
