@@ -260,13 +260,14 @@ inline bool stream_ahead(double bytes, int part) { return bytes > double(caches(
 // every row starts at the same offset in a line and at least kGemvHeadMinBytes of the range
 // follow: gemv_range runs them as a range of their own, so that the rest loads whole lines
 // instead of a vector straddling two on every row. Intel Xeon, float32 v @ A, A 16-48 bytes past
-// a line (on one: 50-58 GFLOP/s), apart -> not: 128^2 25 -> 29 GFLOP/s, 256^2 31-32 -> 43-45,
-// 512^2 33-34 -> 53; float64 96^2 13 -> 16, 256^2 17 -> 26; under 384 bytes after the head the
-// extra pass over the rows cost more (float64 48^2 11 -> 10, float32 80^2 23 -> 22); from memory
-// level (1024^2, 2048^2); 2-byte matrices, 32-byte loads, lost (bfloat16 512^2 24-26 -> 18).
+// a line (on one: 50-58 GFLOP/s), one range -> the head apart: 128^2 25 -> 29 GFLOP/s, 256^2
+// 31-32 -> 43-45, 512^2 33-34 -> 53; float64 96^2 13 -> 16, 256^2 17 -> 26; under 384 bytes
+// after the head the extra pass over the rows cost more (float64 48^2 11 -> 10, float32 80^2 23
+// -> 22); from memory level (1024^2, 2048^2); 2-byte matrices, 32-byte loads, lost (bfloat16
+// 512^2 24-26 -> 18).
 // Only with a chunk: there every output sums its k products in order whatever range it is in
 // (stream_rows); gemv_rows_narrow's chains depend on the range's width. Only on Intel, where it
-// was measured (Zen 4 splits a 512-bit load into 256-bit halves anyway). 0 for none.
+// was measured (not on Zen 4). 0 for none.
 constexpr int64_t kGemvHeadMinBytes = 384;
 
 template <typename S>
