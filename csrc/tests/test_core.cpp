@@ -438,6 +438,29 @@ void gemv_head_check(const fastgemm::KernelSet& ks) {
             report(same, what + ": the bits of the matrix on a line boundary");
         }
     }
+    // The dots form (C a column: A's rows along k), whose rows 32 bytes past a line gemv_dots
+    // reads in half-width loads on Intel (kernels/gemv.hpp, HalvesLoad): the same bits.
+    for (int64_t kk : {int64_t(3) * per_line + 5, int64_t(40) * per_line}) {
+        const int64_t m = 9, ld = kk % per_line == 0 ? kk : kk + per_line - kk % per_line;
+        std::vector<T> x(static_cast<size_t>(kk)), src(static_cast<size_t>(m * kk));
+        for (T& v : x) v = T(uniform());
+        for (T& v : src) v = T(uniform());
+        std::vector<T> buf(size_t(m * ld + 2 * per_line));
+        T* line = buf.data() + ((64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64) / sizeof(T);
+        std::vector<T> first;
+        bool same = true;
+        for (int64_t off = 0; off < per_line; ++off) {
+            T* mat = line + off;
+            for (int64_t i = 0; i < m; ++i)
+                for (int64_t p = 0; p < kk; ++p) mat[i * ld + p] = src[size_t(i * kk + p)];
+            std::vector<T> c(size_t(m), T(0));
+            fastgemm::gemm<T>(T(1.25), {mat, m, kk, ld, 1}, {x.data(), kk, 1, 1, 1}, T(0), {c.data(), m, 1, 1, 1});
+            if (off == 0) first = c;
+            same = same && c == first;
+        }
+        report(same, std::string(ks.name) + " " + type_name<T>() + " gemv dots form, " + std::to_string(m) + " x 1 x " +
+                         std::to_string(kk) + ": the same bits at every offset of A in a line");
+    }
 }
 
 // gemv_rows must not compute on chunk lanes past the row length: a chunk full of signalling

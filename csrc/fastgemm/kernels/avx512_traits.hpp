@@ -116,6 +116,13 @@ struct Avx512F32 {
     static reg zero() { return _mm512_setzero_ps(); }
     static reg set1(T x) { return _mm512_set1_ps(x); }
     static reg loadu(const T* p) { return _mm512_loadu_ps(p); }
+    // The same vector as loadu, from two 256-bit loads (kernels/gemv.hpp, HalvesLoad); the asm
+    // keeps GCC from merging them back into one 512-bit load.
+    static reg loadu_halves(const T* p) {
+        __m256 lo = _mm256_loadu_ps(p);
+        __asm__("" : "+v"(lo));
+        return _mm512_insertf32x8(_mm512_castps256_ps512(lo), _mm256_loadu_ps(p + 8), 1);
+    }
     static void storeu(T* p, reg r) { _mm512_storeu_ps(p, r); }
     static mask lanes(int n) { return n >= W ? mask(0xFFFF) : n <= 0 ? mask(0) : mask((1u << n) - 1); }
     static reg maskz_loadu(mask m, const T* p) { return _mm512_maskz_loadu_ps(m, p); }
@@ -242,6 +249,12 @@ struct Avx512F64 {
     static reg zero() { return _mm512_setzero_pd(); }
     static reg set1(T x) { return _mm512_set1_pd(x); }
     static reg loadu(const T* p) { return _mm512_loadu_pd(p); }
+    // As Avx512F32::loadu_halves.
+    static reg loadu_halves(const T* p) {
+        __m256d lo = _mm256_loadu_pd(p);
+        __asm__("" : "+v"(lo));
+        return _mm512_insertf64x4(_mm512_castpd256_pd512(lo), _mm256_loadu_pd(p + 4), 1);
+    }
     static void storeu(T* p, reg r) { _mm512_storeu_pd(p, r); }
     static mask lanes(int n) { return n >= W ? mask(0xFF) : n <= 0 ? mask(0) : mask((1u << n) - 1); }
     static reg maskz_loadu(mask m, const T* p) { return _mm512_maskz_loadu_pd(m, p); }
