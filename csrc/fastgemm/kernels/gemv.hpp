@@ -51,9 +51,10 @@ constexpr bool has_halves = false;
 template <typename V>
 constexpr bool has_halves<V, std::void_t<decltype(&V::loadu_halves)>> = true;
 
-template <typename S>
-bool rows_at_half_line(const S* mat, int64_t ldm) {
-    return reinterpret_cast<uintptr_t>(mat) % 64 == 32 && ldm * int64_t(sizeof(S)) % 64 == 0 && cpu_features().intel;
+template <typename V>
+bool rows_at_half_line(const typename V::T* mat, int64_t ldm) {
+    return reinterpret_cast<uintptr_t>(mat) % 64 == 32 && ldm * int64_t(sizeof(typename V::T)) % 64 == 0 &&
+           cpu_features().intel;
 }
 
 // The vector registers V's ISA has: V::kVectorRegs where its traits say (AVX-512: 32), else 16
@@ -518,7 +519,7 @@ void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename L::S* x
     using S = typename L::S;
     constexpr int W = V::W;
     if constexpr (std::is_same_v<L, DirectLoad<V>> && has_halves<V>)
-        if (rows_at_half_line(mat, ldm)) return gemv_dots<V, HalvesLoad<V>>(n, k, alpha, x, mat, ldm, beta, y, incy);
+        if (rows_at_half_line<V>(mat, ldm)) return gemv_dots<V, HalvesLoad<V>>(n, k, alpha, x, mat, ldm, beta, y, incy);
     if (tree_dots<V, L>(n, k, alpha, x, mat, ldm, beta, y, incy) ||
         short_dots<V, L>(n, k, alpha, x, mat, ldm, beta, y, incy))
         return;
