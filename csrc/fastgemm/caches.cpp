@@ -58,6 +58,11 @@ Caches detect() {
 
 }  // namespace
 
+int64_t rows_line_offset(const void* row, int64_t row_bytes) {
+    if (row_bytes % 64 != 0 || !cpu_features().intel) return 0;
+    return int64_t(reinterpret_cast<uintptr_t>(row) % 64);
+}
+
 const Caches& caches() {
     static const Caches c = detect();
     return c;

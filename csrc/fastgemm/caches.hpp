@@ -22,4 +22,10 @@ struct Caches {
 
 const Caches& caches();
 
+// The offset in a 64-byte line at which every row of a matrix starts (rows `row_bytes` apart,
+// the first at `row`), where a vector straddling two lines was measured to cost: on Intel (the
+// matrix-vector kernels' head apart and half-width loads; docs/DESIGN.md, "Matrix-vector
+// chunk"). 0 where the rows start on lines, do not share an offset, or elsewhere.
+int64_t rows_line_offset(const void* row, int64_t row_bytes);
+
 }  // namespace fastgemm

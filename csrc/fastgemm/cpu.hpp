@@ -13,7 +13,7 @@ struct CpuFeatures {
     bool avx512_vnni = false;  // avx512 and AVX512_VNNI (vpdpbusd)
     bool neon = false;
     bool intel = false;              // vendor GenuineIntel (caches.cpp: how fast one core reads L3;
-                                     // paths.hpp: gemv_head)
+                                     // rows_line_offset)
     std::vector<std::string> names;  // for info(): every flag we looked at and found
 };
 

@@ -14,7 +14,6 @@
 #endif
 
 #include "caches.hpp"
-#include "cpu.hpp"
 #include "epilogue.hpp"
 #include "kernel.hpp"
 #include "scratch.hpp"
@@ -266,15 +265,14 @@ inline bool stream_ahead(double bytes, int part) { return bytes > double(caches(
 // -> 22); from memory level (1024^2, 2048^2); 2-byte matrices, 32-byte loads, lost (bfloat16
 // 512^2 24-26 -> 18).
 // Only with a chunk: there every output sums its k products in order whatever range it is in
-// (stream_rows); gemv_rows_narrow's chains depend on the range's width. Only on Intel, where it
-// was measured (not on Zen 4). 0 for none.
+// (stream_rows); gemv_rows_narrow's chains depend on the range's width. Only where
+// rows_line_offset says so (Intel; not measured on Zen 4). 0 for none.
 constexpr int64_t kGemvHeadMinBytes = 384;
 
 template <typename S>
 int64_t gemv_head(const S* row, int64_t ldm, int64_t len) {
-    const auto off = int64_t(reinterpret_cast<uintptr_t>(row) % 64);
-    if (off == 0 || off % int64_t(sizeof(S)) != 0 || ldm * int64_t(sizeof(S)) % 64 != 0 || !cpu_features().intel)
-        return 0;
+    const int64_t off = rows_line_offset(row, ldm * int64_t(sizeof(S)));
+    if (off == 0 || off % int64_t(sizeof(S)) != 0) return 0;
     const int64_t head = (64 - off) / int64_t(sizeof(S));
     return (len - head) * int64_t(sizeof(S)) >= kGemvHeadMinBytes ? head : 0;
 }

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../cpu.hpp"
+#include "../caches.hpp"
 #include "../kernel.hpp"
 #include "lanes.hpp"
 
@@ -36,10 +36,11 @@ struct DirectLoad {
 
 // DirectLoad with each vector from two half-width loads (V::loadu_halves): the same elements in
 // the same lanes, so the same sums. gemv_dots reads a matrix whose rows all start 32 bytes past
-// a 64-byte line so on Intel, where each 512-bit load there straddles two lines and its halves
-// none: Intel Xeon, A @ v, A 32 bytes past a line, float32 256^2 31.5 -> 35.9 GFLOP/s, 512^2 32.9
-// -> 37.5, float64 256^2 16.3 -> 19.1 (on a line 48-63 / 29; NumPy 33-43 / 21, whose 256-bit
-// loads stay within lines there). At 16 or 48 bytes past, half the halves straddle: not taken.
+// a 64-byte line so where rows_line_offset says straddling costs (Intel): each 512-bit load
+// there straddles two lines and its halves none. Intel Xeon, A @ v, A 32 bytes past a line,
+// float32 256^2 31.5 -> 35.9 GFLOP/s, 512^2 32.9 -> 37.5, float64 256^2 16.3 -> 19.1 (on a line
+// 48-63 / 29; NumPy 33-43 / 21, whose 256-bit loads stay within lines there). At 16 or 48 bytes
+// past, half the halves straddle: not taken.
 template <typename V>
 struct HalvesLoad : DirectLoad<V> {
     using DirectLoad<V>::DirectLoad;
@@ -50,12 +51,6 @@ template <typename V, typename = void>
 constexpr bool has_halves = false;
 template <typename V>
 constexpr bool has_halves<V, std::void_t<decltype(&V::loadu_halves)>> = true;
-
-template <typename V>
-bool rows_at_half_line(const typename V::T* mat, int64_t ldm) {
-    return reinterpret_cast<uintptr_t>(mat) % 64 == 32 && ldm * int64_t(sizeof(typename V::T)) % 64 == 0 &&
-           cpu_features().intel;
-}
 
 // The vector registers V's ISA has: V::kVectorRegs where its traits say (AVX-512: 32), else 16
 // (the fewest of any ISA here).
@@ -519,7 +514,8 @@ void gemv_dots(int64_t n, int64_t k, typename V::T alpha, const typename L::S* x
     using S = typename L::S;
     constexpr int W = V::W;
     if constexpr (std::is_same_v<L, DirectLoad<V>> && has_halves<V>)
-        if (rows_at_half_line<V>(mat, ldm)) return gemv_dots<V, HalvesLoad<V>>(n, k, alpha, x, mat, ldm, beta, y, incy);
+        if (rows_line_offset(mat, ldm * int64_t(sizeof(S))) == 32)
+            return gemv_dots<V, HalvesLoad<V>>(n, k, alpha, x, mat, ldm, beta, y, incy);
     if (tree_dots<V, L>(n, k, alpha, x, mat, ldm, beta, y, incy) ||
         short_dots<V, L>(n, k, alpha, x, mat, ldm, beta, y, incy))
         return;
