@@ -244,8 +244,10 @@ template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false>
 
 // One panel of C, NV vectors (n <= NV * W columns) wide, all m rows: groups of 8 rows when one
 // vector wide (a last 5-11 rows in groups of 4-7), 6 when two (4 rows held 4 or 8 accumulators,
-// too few chains for the FMA's latency on two pipes; a last 7 or 8 rows go as 4 + 3 or 4 + 4,
-// not with a 1- or 2-row group), else 4; then the 1-3 left over.
+// too few chains for the FMA's latency on two pipes), and when three or four where the
+// registers hold 6 x NV accumulators beside a row of B (each B vector loaded then serves 6 rows,
+// not 4; see docs/DESIGN.md, "Small products"), else 4; after 6-row groups a last 7, 8 or 11
+// rows go as 4 + 3, 4 + 4 or 4 + 4 + 3, not with a 1- or 2-row group; then the 1-3 left over.
 template <typename V, int NV, int K, bool FULL, bool AHEAD_A = false>
 inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                         const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
@@ -280,8 +282,9 @@ inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typenam
             default: break;
         }
     }
-    if constexpr (NV == 2)
-        for (; m - i >= 10 || m - i == 6 || m - i == 9; i += 6) rows(std::integral_constant<int, 6>{}, 0);
+    if constexpr (NV == 2 || (NV >= 3 && vector_regs<V> >= 7 * NV + 1))
+        for (; m - i >= 12 || m - i == 6 || m - i == 9 || m - i == 10; i += 6)
+            rows(std::integral_constant<int, 6>{}, 0);
     for (; i + 4 <= m; i += 4) rows(std::integral_constant<int, 4>{}, pf);
     switch (m - i) {
         case 3: return rows(std::integral_constant<int, 3>{}, pf);
