@@ -5,7 +5,8 @@
 // an exact allocation (the sanitizer catches any stray access) and once between sentinel-filled
 // guards (a stray write changes a sentinel). Portable: no ISA-specific code, kernels come from
 // runnable_kernels(), so it also runs on aarch64 under qemu. The 2-byte and int8 entries too.
-// `--quick`: each product family once per kernel set (CI's emulated x86 CPUs check dispatch).
+// `--quick`: each product family once per kernel set (CI's emulated x86 CPUs check dispatch);
+// `--shard I/N`: a part of the kernel sets (CI runs the sanitized driver in two such parts).
 #include <algorithm>
 #include <atomic>
 #include <cfenv>
@@ -1960,6 +1961,16 @@ void pair_driver_emulated() {
 
 int main(int argc, char** argv) {
     const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+    // `--shard I/N`: the kernel sets at positions I, I + N, ... of runnable_kernels(), and the
+    // cases after them, which take no kernel set, only in shard 0 (CI runs the sanitized
+    // driver's shards side by side on its cores). Every shard checks the environment overrides
+    // first: they must be read before anything computes.
+    int shard = 0, shards = 1;
+    if (argc > 2 && std::string(argv[1]) == "--shard" &&
+        (std::sscanf(argv[2], "%d/%d", &shard, &shards) != 2 || shards < 1 || shard < 0 || shard >= shards)) {
+        std::fprintf(stderr, "--shard I/N with 0 <= I < N, not %s\n", argv[2]);
+        return 2;
+    }
     // Read once, at the first blocking_for: set before anything computes.
     setenv("FASTGEMM_KC", "99999999999999999999", 1);
     setenv("FASTGEMM_MC", "abc", 1);
@@ -1969,7 +1980,9 @@ int main(int argc, char** argv) {
     // Enough threads that the larger shapes take the parallel path too.
     fastgemm::set_max_threads(2);
     const std::string before = fastgemm::active_kernels().name;
-    for (const fastgemm::KernelSet* ks : fastgemm::runnable_kernels()) {
+    const std::vector<const fastgemm::KernelSet*> sets = fastgemm::runnable_kernels();
+    for (size_t i = size_t(shard); i < sets.size(); i += size_t(shards)) {
+        const fastgemm::KernelSet* ks = sets[i];
         fastgemm::set_kernels(ks->name);
         report(std::string(fastgemm::active_kernels().name) == ks->name, std::string("set_kernels ") + ks->name);
         const int f0 = failed;
@@ -1978,12 +1991,14 @@ int main(int argc, char** argv) {
         std::printf("kernel %-8s %s\n", ks->name, failed == f0 ? "ok" : "FAILED");
     }
     fastgemm::set_kernels(before);
-    if (!quick) pair_driver_emulated();
-    tile_heights();
-    bad_input();
-    overlap_rule();
-    kernel_lookup_and_threads();
-    small_shape_table();
+    if (shard == 0) {
+        if (!quick) pair_driver_emulated();
+        tile_heights();
+        bad_input();
+        overlap_rule();
+        kernel_lookup_and_threads();
+        small_shape_table();
+    }
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 ? 0 : 1;
 }
