@@ -62,8 +62,7 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
                                                 sp.a.cs, sp.c.data + oc, sp.c.rs, t);
             }
             if (small == SmallItem::few_columns) {
-                const bool ahead =
-                    stream_ahead(double(st.count) * double(m) * double(k) * double(sizeof(T)), kFewRowsAheadPart);
+                const bool ahead = rows_from_memory(double(st.count) * double(m) * double(k) * double(sizeof(T)));
                 for (int64_t i = 0; i < len; ++i, oa += in.a, ob += in.b, oc += in.c)
                     run_few_columns(table, alpha, View<const T>{a.data + oa, m, k, a.rs, a.cs},
                                     View<const T>{b.data + ob, k, n, b.rs, b.cs}, beta,
@@ -91,7 +90,7 @@ void gemm_batched(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, 
             if (vectors) {
                 T* chunk = gemv_chunks<T>(table, gv, 1);
                 const bool ahead =
-                    stream_ahead(double(st.count) * double(k) * double(gv.len) * double(sizeof(T)), kVectorAheadPart);
+                    vectors_from_memory(double(st.count) * double(k) * double(gv.len) * double(sizeof(T)));
                 for (int64_t i = 0; i < len; ++i, oa += in.a, ob += in.b, oc += in.c)
                     gemv_range(table, gv, k, alpha, gv.x_from_a ? a.data + oa : b.data + ob,
                                gv.x_from_a ? b.data + ob : a.data + oa, beta, c.data + oc, 0, gv.len, chunk, ahead);

@@ -377,11 +377,11 @@ void run_dots_copied(const KernelTable<T>& uk, int side, T alpha, View<const T> 
     const bool copy_a = a.cs != 1, copy_b = b.rs != 1;
     T* t = copy_a || copy_b ? static_cast<T*>(thread_scratch(size_t((copy_a ? a.rows : b.cols) * k) * sizeof(T)))
                             : nullptr;
-    // The long operands of a stack from memory (stream_ahead): each item's dots then prefetch the
+    // The long operands of a stack from memory (vectors_from_memory): each item's dots then prefetch the
     // next item's (run_dots' next_l). Within L3 the chunks cost more than they gain (float64 309
     // x (25 x 2 x 46) x @ W.T 1.0x NumPy without, 0.69-0.79x with).
     const double long_bytes = double((side == 1 ? b.cols : a.rows) * k) * double(sizeof(T));
-    const bool stream = stream_ahead(double(run.count) * long_bytes, kVectorAheadPart);
+    const bool stream = vectors_from_memory(double(run.count) * long_bytes);
     const int64_t long_stride = side == 1 ? run.sb : run.sa;  // never the copied operand
     for (int64_t i = 0; i < run.count; ++i) {
         const T *ar = a.data + i * run.sa, *bt = b.data + i * run.sb;
@@ -420,8 +420,7 @@ template <typename T>
 bool try_few_columns(const KernelSet& ks, const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta,
                      View<T> c) {
     if (!few_columns_fit(ks, a, c)) return false;
-    run_few_columns(uk, alpha, a, b, beta, c,
-                    stream_ahead(double(a.rows) * double(a.cols) * double(sizeof(T)), kFewRowsAheadPart));
+    run_few_columns(uk, alpha, a, b, beta, c, rows_from_memory(double(a.rows) * double(a.cols) * double(sizeof(T))));
     return true;
 }
 

@@ -107,7 +107,7 @@ struct KernelTable {
     // M's rows are contiguous and streamed one after another. `chunk`: kGemvChunkBytes of
     // 64-byte aligned memory owned by the calling thread (off the stack: OpenMP workers may
     // have small ones); null for n up to kGemvNarrowVectors vectors: the sums in registers.
-    // ahead: M comes from memory, its rows to be prefetched (stream_ahead; with a chunk).
+    // ahead: M comes from memory, its rows to be prefetched (vectors_from_memory; with a chunk).
     void (*gemv_rows)(int64_t n, int64_t k, T alpha, const T* x, int64_t incx, const T* mat, int64_t ldm, T beta, T* y,
                       T* chunk, bool ahead);
     // y[j*incy] = alpha * sum_p x[p] * M[j*ldm + p] + beta * y[j*incy], j < n, x contiguous:
@@ -120,7 +120,7 @@ struct KernelTable {
     // C[i, j] = alpha * sum_p A[i, p] B[p, j] + beta * C[i, j] for m <= kFewRowsMaxM rows of C,
     // B's and C's rows contiguous: B's rows streamed once as gemv_rows streams its matrix, not
     // packed. `chunk`: kFewRowsBufferBytes, 64-byte aligned, the calling thread's. ahead: B comes
-    // from memory, its rows to be prefetched (stream_ahead).
+    // from memory, its rows to be prefetched (rows_from_memory).
     void (*few_rows)(int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t rsa, int64_t csa, const T* b,
                      int64_t rsb, T beta, T* c, int64_t rsc, T* chunk, bool ahead);
     // A whole product small enough that packing would cost more than it saves:

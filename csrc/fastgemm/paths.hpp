@@ -125,7 +125,7 @@ extern template void run_dots_copied<double>(const KernelTable<double>&, int, do
 
 // A product gemm computes as C^T = B^T A^T on the few-row kernels (a narrow C with A stored by
 // columns: x.T @ w with a few columns of w; small_item's few_columns), so run (n x m scratch,
-// beta applied as C^T moves into C); ahead as stream_ahead says for the product or its stack.
+// beta applied as C^T moves into C); ahead as rows_from_memory says for the product or its stack.
 template <typename T>
 void run_few_columns(const KernelTable<T>& uk, T alpha, View<const T> a, View<const T> b, T beta, View<T> c,
                      bool ahead);
@@ -243,17 +243,25 @@ T* gemv_chunks(const Tab& uk, const GemvForm& f, int threads) {
 }
 
 // Whether rows a kernel streams once, `bytes` of them over a product or its whole stack, come
-// from memory and are worth prefetching (stream_rows' ahead, run_dots' next_l): past L3 / part,
-// a quarter for the few-row kernels, half for the matrix-vector and dot kernels. On Zen 4 (L3
+// from memory and are worth prefetching (stream_rows' ahead, run_dots' next_l, the small
+// kernels' next stack item): past a quarter of L3 for the few-row kernels and stacks
+// (rows_from_memory), half for the matrix-vector and dot kernels (vectors_from_memory). On Zen 4 (L3
 // 32 MiB), 1 thread: float32 4 x 4096 x 4096 2.68x -> 3.50x NumPy, float64 6 x 2048 x 1024 (16
 // MiB) 1.75x -> 2.05x, stacks of 100 x 4 x 64 x.T @ W.T 0.54x -> 0.70x (2000 items), 0.73x ->
 // 0.83x (500: 12.8 MB), float64 1000 of them 1.13x -> 1.80x; float32 1 x 4096 x 1536 (24 MiB)
 // 1.08x -> 1.20x. Within L3 it cost up to 10% (float32 3000 x 4 x 200 x.T @ W.T 2.74x ->
 // 2.60x; 4 x 2048 x 1024 with an eighth of L3 as the bound 6.28x -> 5.69x), and matrix-vector
 // products of 16 MiB 3-13% (float64 1 x 2048 x 1024 1.01x -> 0.88x), hence their half.
-constexpr int kFewRowsAheadPart = 4;
-constexpr int kVectorAheadPart = 2;
-inline bool stream_ahead(double bytes, int part) { return bytes > double(caches().l3.size) / part; }
+// The few-row and stack rule counts at most kL3CountedMaxBytes of L3: a virtual machine reports
+// its host's whole L3, which the host's other cores share (480 MiB on an Intel Xeon, whose
+// stacks of 49-98 MB a quarter of that left to the hardware prefetchers, and ran faster with
+// the next item prefetched); the matrix-vector rule keeps the reported size (its prefetch lost
+// there at 134-180 MB). See docs/DESIGN.md, "Small products".
+constexpr double kL3CountedMaxBytes = double(int64_t(128) << 20);
+inline bool rows_from_memory(double bytes) {
+    return bytes > std::min(double(caches().l3.size), kL3CountedMaxBytes) / 4;
+}
+inline bool vectors_from_memory(double bytes) { return bytes > double(caches().l3.size) / 2; }
 
 // The elements of a float row form's matrix rows before their first 64-byte boundary, when
 // every row starts at the same offset in a line and at least kGemvHeadMinBytes of the range
@@ -278,7 +286,7 @@ int64_t gemv_head(const S* row, int64_t ldm, int64_t len) {
 }
 
 // Outputs [lo, hi) of one matrix-vector product in form f on the calling thread (`chunk`: its
-// gemv_rows chunk, null where gemv_narrow, unused by the dots form; ahead: stream_ahead's, for
+// gemv_rows chunk, null where gemv_narrow, unused by the dots form; ahead: vectors_from_memory's, for
 // the rows form). Tab: as for try_gemv.
 template <typename Tab, typename S, typename T>
 void gemv_range(const Tab& uk, const GemvForm& f, int64_t k, T alpha, const S* x, const S* mat, T beta, T* y,
@@ -304,7 +312,7 @@ bool try_gemv(const Tab& uk, T alpha, View<const S> a, View<const S> b, T beta, 
     const S* x = f.x_from_a ? a.data : b.data;
     const S* mat = f.x_from_a ? b.data : a.data;
     T* chunks = gemv_chunks<T>(uk, f, threads);
-    const bool ahead = stream_ahead(double(a.cols) * double(f.len) * double(sizeof(S)), kVectorAheadPart);
+    const bool ahead = vectors_from_memory(double(a.cols) * double(f.len) * double(sizeof(S)));
     // Outputs split over threads in whole cache lines; each output's sum is the same on any
     // split, so the result does not depend on the thread count.
     parallel_ranges(threads, f.len, 64 / int64_t(sizeof(T)), [&](int tid, int64_t lo, int64_t hi) {
@@ -571,7 +579,7 @@ void few_rows_split(int threads, int64_t m, int64_t n, int64_t elem_bytes, Rows 
 template <typename Tab, typename S, typename T>
 void run_few_rows(const Tab& few, const KernelTable<T>& uk, int threads, T alpha, View<const S> a, View<const S> b,
                   T beta, View<T> c, const Epilogue<T>& ep) {
-    const bool ahead = stream_ahead(double(b.rows) * double(b.cols) * double(sizeof(S)), kFewRowsAheadPart);
+    const bool ahead = rows_from_memory(double(b.rows) * double(b.cols) * double(sizeof(S)));
     few_rows_split(
         threads, c.rows, c.cols, sizeof(T),
         [&](int64_t i0, int64_t rows, int64_t lo, int64_t hi, char* chunk) {

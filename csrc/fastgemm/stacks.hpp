@@ -72,7 +72,7 @@ void for_runs(const std::vector<BatchAxis>& axes, int64_t lo, int64_t hi, F&& ru
 }
 
 // Whether a stack's items come from memory, so that the small kernels' prefetch of each next
-// item pays (StackRun::next_ahead): stream_ahead's rule for its A, B and C (an operand
+// item pays (StackRun::next_ahead): rows_from_memory's rule for its A, B and C (an operand
 // broadcast over every batch axis once). Within a quarter of L3 the prefetches cost float64
 // 200 x (41 x 33 x 20) 5-25% of its time; past it they gained (800 x (41 x 33 x 20) 1.2x,
 // 1000 x 64^3 1.5x).
@@ -82,8 +82,7 @@ inline bool stack_from_memory(const Stack& st, int64_t m, int64_t n, int64_t k, 
             std::all_of(st.axes.begin(), st.axes.end(), [&](const BatchAxis& ax) { return ax.*stride == 0; });
         return double(broadcast ? 1 : st.count) * double(elems) * double(elem_bytes);
     };
-    return stream_ahead(bytes(&BatchAxis::a, m * k) + bytes(&BatchAxis::b, k * n) + bytes(&BatchAxis::c, m * n),
-                        kFewRowsAheadPart);
+    return rows_from_memory(bytes(&BatchAxis::a, m * k) + bytes(&BatchAxis::b, k * n) + bytes(&BatchAxis::c, m * n));
 }
 
 // `len` items from offsets (oa, ob) of A and B along axis `in`, as an oriented product's
