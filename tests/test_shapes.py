@@ -4,6 +4,7 @@ placed inside a sentinel-filled buffer so any write past its edges is caught."""
 import numpy as np
 import pytest
 
+import fastgemm as fg
 from gemm_check import DTYPES, GEMM, assert_matches, check_into_placed, random_matrix, reference, tiles
 
 
@@ -82,3 +83,19 @@ def test_new_c_is_c_ordered_and_right(kernel, dtype):
         assert out.dtype == dtype and out.shape == (m, n) and out.flags.c_contiguous
         ref, bound = reference(a, b, None, 1.0, 0.0)
         assert_matches(out, ref, bound, f"{kernel} {(m, n, k)}")
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_small_kernels_prefetch_a_from_memory(kernel, transposed):
+    """A float64 A by rows past 32 MiB with a narrow C: the small kernels prefetch its rows ahead
+    (kernels/small.hpp, kAheadRows), over all of k or in k chunks; as X.T @ Y.T, the same
+    kernels on C^T. Small integers, so every sum is exact and the result must equal NumPy's."""
+    rng = np.random.default_rng(7)
+    m, n, k = 2100, 20, 2000  # A: 33.6 MB
+    a = rng.integers(-3, 4, (m, k)).astype(np.float64)
+    b = rng.integers(-3, 4, (k, n)).astype(np.float64)
+    expected = a @ b
+    if transposed:  # b.T @ a.T: both operands stored by columns, C = (a @ b).T computed as C^T
+        np.testing.assert_array_equal(fg.matmul(b.T, a.T), expected.T)
+    else:
+        np.testing.assert_array_equal(fg.matmul(a, b), expected)

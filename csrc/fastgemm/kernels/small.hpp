@@ -41,10 +41,23 @@ constexpr int64_t kSmallPrefetchMaxM = 4;
 constexpr int64_t kSmallAheadAMinStride = 256;
 constexpr int64_t kSmallAheadABytes = 512 * 1024;
 constexpr int64_t kSmallAheadARows = 16;
+// An A stored by rows of more than kSmallAheadRowsBytes comes from memory, each row group
+// broadcasting from RG rows at once: RG streams the hardware prefetchers left at 3.8 GB/s (float64
+// 3000 x 20 x 3000, 19 GFLOP/s), so each k step prefetches one of the group's rows, in turn,
+// kSmallAheadRowElems elements ahead (38-40 GFLOP/s). Elements of kSmallAheadRowsMinElem bytes or
+// more: float32 lines last twice the k steps, and it lost there (3000 x 20 x 3000 75 -> 69
+// GFLOP/s); in cache it cost 6-7% (float32 64^3). See docs/DESIGN.md, "Small products".
+constexpr int64_t kSmallAheadRowsBytes = int64_t(32) << 20;
+constexpr int64_t kSmallAheadRowsMinElem = 8;
+constexpr int64_t kSmallAheadRowElems = 64;
+// small_panel's AHEAD_A: A not prefetched, down its columns or along its rows.
+constexpr int kAheadNone = 0, kAheadColumns = 1, kAheadRows = 2;
 template <typename T>
-constexpr bool small_ahead_a(int64_t m, int64_t k, int64_t rsa, int64_t csa) {
+constexpr int small_ahead_a(int64_t m, int64_t k, int64_t rsa, int64_t csa) {
     const int64_t bytes = int64_t(sizeof(T));
-    return rsa == 1 && csa * bytes >= kSmallAheadAMinStride && m * k * bytes > kSmallAheadABytes;
+    if (rsa == 1 && csa * bytes >= kSmallAheadAMinStride && m * k * bytes > kSmallAheadABytes) return kAheadColumns;
+    if (csa == 1 && bytes >= kSmallAheadRowsMinElem && m * k * bytes > kSmallAheadRowsBytes) return kAheadRows;
+    return kAheadNone;
 }
 
 // The raw sums of C's elements carried from one k chunk of a product to the next (small's
@@ -107,10 +120,11 @@ struct NextItem {
 // hide the FMA latency that one row's chain over k would expose, and each B vector loaded serves
 // RG rows. K > 0 fixes the depth at compile time (the k loop unrolls fully); FULL: every vector
 // is whole, else the last one has `last`'s lanes and only it is masked. pf > 0: B's rows
-// prefetched pf steps ahead; AHEAD_A: A's element kSmallAheadARows rows down too. AHEAD: `next`
+// prefetched pf steps ahead; AHEAD_A: A's element kSmallAheadARows rows down too (kAheadColumns)
+// or a row's kSmallAheadRowElems elements on, the group's rows in turn (kAheadRows). AHEAD: `next`
 // holds lines of a stack's next item to prefetch (a template argument: the check in each k step
 // cost single products of 80^3-96^3 4-6%).
-template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD, bool AHEAD_A = false>
+template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD, int AHEAD_A = kAheadNone>
 [[gnu::always_inline]] inline void small_sums(typename V::reg (&acc)[RG][NV], int64_t k, const typename V::T* a,
                                               int64_t rsa, int64_t csa, const typename V::T* b, int64_t rsb,
                                               typename V::mask last, int pf, const SmallSums<typename V::T>& sums,
@@ -138,7 +152,8 @@ template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD, bool AHEAD_A
         const T* bp = b + p * rsb;
         if constexpr (AHEAD)
             for (int l = 0; l < per && ahead < ahead_end; ++l, ahead += 64) __builtin_prefetch(ahead, 0, 2);
-        if constexpr (AHEAD_A) __builtin_prefetch(a + kSmallAheadARows * rsa + p * csa, 0, 3);
+        if constexpr (AHEAD_A == kAheadColumns) __builtin_prefetch(a + kSmallAheadARows * rsa + p * csa, 0, 3);
+        if constexpr (AHEAD_A == kAheadRows) __builtin_prefetch(a + (p % RG) * rsa + p + kSmallAheadRowElems, 0, 3);
         if (pf && p + pf < k)
 #pragma GCC unroll 4
             for (int j = 0; j < NV; ++j) __builtin_prefetch(bp + pf * rsb + j * W, 0, 3);
@@ -166,7 +181,7 @@ template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD, bool AHEAD_A
 // small_sums' RG x NV block of C finished: alpha * sums + beta * C (C not read where beta is 0),
 // or the raw sums left in sums.to. Only the last vector is masked where not FULL (a masked store
 // is microcoded on AMD cores: masking every vector cost float32 2630 x 30 x 10 15%).
-template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false, bool AHEAD_A = false>
+template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false, int AHEAD_A = kAheadNone>
 inline void small_rows(int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                        const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
                        typename V::mask last, int pf = 0, const SmallSums<typename V::T>& sums = {},
@@ -248,7 +263,7 @@ template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD = false>
 // registers hold 6 x NV accumulators beside a row of B (each B vector loaded then serves 6 rows,
 // not 4; see docs/DESIGN.md, "Small products"), else 4; after 6-row groups a last 7, 8 or 11
 // rows go as 4 + 3, 4 + 4 or 4 + 4 + 3, not with a 1- or 2-row group; then the 1-3 left over.
-template <typename V, int NV, int K, bool FULL, bool AHEAD_A = false>
+template <typename V, int NV, int K, bool FULL, int AHEAD_A = kAheadNone>
 inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                         const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
                         typename V::mask last, const SmallSums<typename V::T>& sums = {}, NextItem* next = nullptr) {
@@ -257,9 +272,12 @@ inline void small_panel(int64_t m, int64_t k, typename V::T alpha, const typenam
     int64_t i = 0;
     auto rows = [&](auto rg, int pfi) {
         constexpr int RG = decltype(rg)::value;
-        if constexpr (AHEAD_A)  // rows 1 apart, a constant: RG row strides in registers spilled at 8 rows
-            small_rows<V, RG, NV, K, FULL, false, true>(k, alpha, a + i, 1, csa, b, rsb, beta, c + i * rsc, rsc, last,
-                                                        pfi, sums.at(i, 0));
+        if constexpr (AHEAD_A == kAheadColumns)  // rows 1 apart, a constant: RG row strides spilled at 8 rows
+            small_rows<V, RG, NV, K, FULL, false, kAheadColumns>(k, alpha, a + i, 1, csa, b, rsb, beta, c + i * rsc,
+                                                                 rsc, last, pfi, sums.at(i, 0));
+        else if constexpr (AHEAD_A == kAheadRows)  // elements 1 apart along a row, a constant
+            small_rows<V, RG, NV, K, FULL, false, kAheadRows>(k, alpha, a + i * rsa, rsa, 1, b, rsb, beta, c + i * rsc,
+                                                              rsc, last, pfi, sums.at(i, 0));
         else if (next)
             small_rows<V, RG, NV, K, FULL, true>(k, alpha, a + i * rsa, rsa, csa, b, rsb, beta, c + i * rsc, rsc, last,
                                                  pfi, sums.at(i, 0), next);
@@ -455,20 +473,27 @@ void short_k(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typenam
 template <typename V, int PV>
 void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typename V::T* a, int64_t rsa, int64_t csa,
                 const typename V::T* b, int64_t rsb, typename V::T beta, typename V::T* c, int64_t rsc,
-                const SmallSums<typename V::T>& sums, NextItem* next) {
+                const SmallSums<typename V::T>& sums, NextItem* next, bool rows_ahead = false) {
     static_assert(PV >= 1 && PV <= 4, "one case per panel width");
     constexpr int W = V::W;
     if (!next && k <= kShortKMax && n > PV * W && !sums.from && !sums.to)
         return short_k<V>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
     // A panel NV vectors wide at column j0 (FULL: no masks, `last` unread), A prefetched ahead
-    // where small_ahead_a says so (never with a next item to prefetch).
-    const bool ahead_a = !next && small_ahead_a<typename V::T>(m, k, rsa, csa);
+    // where small_ahead_a says so for this pass, or along its rows where `rows_ahead` (the whole
+    // product's A, of which a k chunk may be a pass) says so; never with a next item to prefetch.
+    const int ahead_a = next                                                            ? kAheadNone
+                        : small_ahead_a<typename V::T>(m, k, rsa, csa) == kAheadColumns ? kAheadColumns
+                        : rows_ahead                                                    ? kAheadRows
+                                                                                        : kAheadNone;
     auto panel_at = [&](auto nv, auto full, int64_t j0, typename V::mask last) {
         constexpr int NV = decltype(nv)::value;
         constexpr bool FULL = decltype(full)::value;
-        if (ahead_a)
-            small_panel<V, NV, 0, FULL, true>(m, k, alpha, a, rsa, csa, b + j0, rsb, beta, c + j0, rsc, last,
-                                              sums.at(0, j0));
+        if (ahead_a == kAheadColumns)
+            small_panel<V, NV, 0, FULL, kAheadColumns>(m, k, alpha, a, rsa, csa, b + j0, rsb, beta, c + j0, rsc, last,
+                                                       sums.at(0, j0));
+        else if (ahead_a == kAheadRows)
+            small_panel<V, NV, 0, FULL, kAheadRows>(m, k, alpha, a, rsa, csa, b + j0, rsb, beta, c + j0, rsc, last,
+                                                    sums.at(0, j0));
         else
             small_panel<V, NV, 0, FULL>(m, k, alpha, a, rsa, csa, b + j0, rsb, beta, c + j0, rsc, last, sums.at(0, j0),
                                         next);
@@ -511,8 +536,9 @@ void small_ahead(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typ
                  NextItem* next) {
     using T = typename V::T;
     const int64_t row_bytes = n * int64_t(sizeof(T));
+    const bool rows_ahead = small_ahead_a<T>(m, k, rsa, csa) == kAheadRows;
     if (!small_chunks_b(row_bytes, k) || small_one_pass(m, n, PV * V::W, sizeof(T)))
-        return small_pass<V, PV>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, {}, next);
+        return small_pass<V, PV>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc, {}, next, rows_ahead);
     constexpr int64_t sums_elems = kSmallSumsBytes / int64_t(sizeof(T));
     alignas(64) T sums[sums_elems];
     // Rows of whole vectors: the partial panel's sums need no masks (microcoded stores on AMD).
@@ -524,7 +550,7 @@ void small_ahead(int64_t m, int64_t n, int64_t k, typename V::T alpha, const typ
             const int64_t d = std::min(depth, k - p);
             const SmallSums<T> s{p == 0 ? nullptr : sums, p + d < k ? sums : nullptr, rs};
             small_pass<V, PV>(rows, n, d, alpha, a + i * rsa + p * csa, rsa, csa, b + p * rsb, rsb, beta, c + i * rsc,
-                              rsc, s, next);
+                              rsc, s, next, rows_ahead);
         }
     }
 }
@@ -815,14 +841,21 @@ void stack_items(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
         auto panels = [&](auto nv, auto full) {
             constexpr int NV = decltype(nv)::value;
             const typename V::mask last = V::lanes(int(n - (NV - 1) * W));
-            if (small_ahead_a<T>(m, k, rsa, csa))  // items past half a MiB: their own lines, not the next item's
-                return each_item<PV * W>(
+            // Items whose A small_ahead_a prefetches: their own lines, not the next item's.
+            auto ahead = [&](auto mode) {
+                each_item<PV * W>(
                     s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
                     [&](const T* ai, const T* bi, T* ci, NextItem*) {
-                        small_panel<V, NV, 0, decltype(full)::value, true>(m, k, alpha, ai, rsa, csa, bi, rsb, beta, ci,
-                                                                           rsc, last);
+                        small_panel<V, NV, 0, decltype(full)::value, decltype(mode)::value>(
+                            m, k, alpha, ai, rsa, csa, bi, rsb, beta, ci, rsc, last);
                     },
                     after);
+            };
+            switch (small_ahead_a<T>(m, k, rsa, csa)) {
+                case kAheadColumns: return ahead(std::integral_constant<int, kAheadColumns>{});
+                case kAheadRows: return ahead(std::integral_constant<int, kAheadRows>{});
+                default: break;
+            }
             each_item<PV * W>(
                 s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
                 [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
