@@ -31,7 +31,7 @@ def _at(shape: tuple[int, ...], dt: type, offset: int) -> np.ndarray:
     return buf[start : start + items * size].view(dt).reshape(shape)
 
 
-def _time_into(f: Callable[[], object], calls: int, samples: list[float]) -> None:
+def time_into(f: Callable[[], object], calls: int, samples: list[float]) -> None:
     t0 = time.perf_counter()
     for _ in range(calls):
         f()
@@ -57,8 +57,8 @@ def main() -> None:
                     t_fg: list[float] = []
                     t_np: list[float] = []
                     for _ in range(args.rounds):
-                        _time_into(fg_call, calls, t_fg)
-                        _time_into(np_call, calls, t_np)
+                        time_into(fg_call, calls, t_fg)
+                        time_into(np_call, calls, t_np)
                     g_fg, g_np = (2 * n * n / statistics.median(t) / 1e9 for t in (t_fg, t_np))
                     row.append(f"{form}: fastgemm {g_fg:6.1f} numpy {g_np:6.1f} GFLOP/s {g_fg / g_np:.2f}x")
                 print(f"{np.dtype(dt).name} {n}x{n} A +{offset:2d} bytes  " + "   ".join(row), flush=True)

@@ -15,20 +15,13 @@ from __future__ import annotations
 
 import functools
 import statistics
-import time
 from collections.abc import Callable
 
 import numpy as np
-from switch_small import parse_and_pin  # bench/ is this script's directory, first on sys.path
+from matvec_offsets import time_into  # bench/ is this script's directory, first on sys.path
+from switch_small import parse_and_pin
 
 import fastgemm as fg
-
-
-def _time_into(f: Callable[[], object], calls: int, samples: list[float]) -> None:
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        f()
-    samples.append((time.perf_counter() - t0) / calls)
 
 
 def main() -> None:
@@ -53,7 +46,7 @@ def main() -> None:
                 f()
             for _ in range(args.rounds):
                 for name, f in runs.items():
-                    _time_into(f, calls, times[name])
+                    time_into(f, calls, times[name])
             t = {name: statistics.median(s) for name, s in times.items()}
             print(
                 f"{np.dtype(dt).name} {count} x {n}^3 ({3 * c.nbytes / 1e6:.1f} MB): "
