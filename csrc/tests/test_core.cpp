@@ -401,6 +401,10 @@ void overlap_rule() {
 template <typename T>
 void gemv_head_check(const fastgemm::KernelSet& ks) {
     constexpr int64_t per_line = 64 / int64_t(sizeof(T)), k = 37;
+    // The first element of buf on a 64-byte line boundary.
+    auto first_line = [](std::vector<T>& buf) {
+        return buf.data() + ((64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64) / sizeof(T);
+    };
     const int64_t bound = fastgemm::kGemvHeadMinBytes / int64_t(sizeof(T));
     for (int64_t n : {bound + per_line, bound + per_line - 1, bound + 2 * per_line, 4 * bound + 3}) {
         const int64_t ld = n % per_line == 0 ? n : n + per_line - n % per_line;
@@ -409,8 +413,7 @@ void gemv_head_check(const fastgemm::KernelSet& ks) {
             for (T& v : x) v = T(uniform());
             for (T& v : src) v = T(uniform());
             std::vector<T> buf(size_t(k * ldm + per_line + 64 / sizeof(T)));
-            const auto base = reinterpret_cast<uintptr_t>(buf.data());
-            T* line = buf.data() + ((64 - base % 64) % 64) / sizeof(T);  // on a line boundary
+            T* line = first_line(buf);
             std::vector<T> first;
             bool same = true, close = true;
             for (int64_t off = 0; off < per_line; ++off) {
@@ -447,7 +450,7 @@ void gemv_head_check(const fastgemm::KernelSet& ks) {
         for (T& v : x) v = T(uniform());
         for (T& v : src) v = T(uniform());
         std::vector<T> buf(size_t(m * ld + 2 * per_line));
-        T* line = buf.data() + ((64 - reinterpret_cast<uintptr_t>(buf.data()) % 64) % 64) / sizeof(T);
+        T* line = first_line(buf);
         std::vector<T> first;
         bool same = true;
         for (int64_t off = 0; off < per_line; ++off) {
