@@ -186,23 +186,36 @@ View<const T> copy_b_columns(const KernelTable<T>& uk, const SmallProduct<T>& sp
     return {copy, k, n, ld, 1};
 }
 
-// A small product whose B is copied, with up to kCopiedColumnsMaxM rows, on several threads:
-// each thread copies the columns it computes and runs all rows on them, instead of one thread
-// copying all of B before the team starts (128^3 float32 with rows 512 bytes apart ran no faster
-// on 2 threads than on 1). With more rows the copy is a small part and splitting the rows won
-// (512 x 512 x 32 float32: columns 0.58x); see docs/DESIGN.md, "Small products". Columns are
-// handed out in whole panels (a line at a time left 128^3 one-vector panels: 178 against 227
-// GFLOP/s); each element is computed as on one thread.
+// A small product whose B is copied, with up to kCopiedColumnsMaxM rows, on several threads or
+// with more of B than one chunk: each thread copies the columns it computes and runs all rows on
+// them, instead of one thread copying all of B before the team starts (128^3 float32 with rows
+// 512 bytes apart ran no faster on 2 threads than on 1). With more rows the copy is a small part
+// and splitting the rows won (512 x 512 x 32 float32: columns 0.58x); see docs/DESIGN.md, "Small
+// products". Columns are handed out in whole panels (a line at a time left 128^3 one-vector
+// panels: 178 against 227 GFLOP/s) and copied copied_chunk_columns at a time; each element is
+// computed as on one thread.
 constexpr int64_t kCopiedColumnsMaxM = 128;
+
+// Columns of B a thread copies at a time: whole panels filling half of L1, so the kernels read
+// the copy from L1 (all of B copied first spilled it to L2: float64 20 x 700 x 20 x.T @ y.T
+// 0.95x -> 1.07x NumPy).
+template <typename T>
+int64_t copied_chunk_columns(int64_t k) {
+    constexpr int64_t panel = kSmallPanelBytes / int64_t(sizeof(T));
+    return std::max(panel, int64_t(caches().l1d.size) / 2 / (k * int64_t(sizeof(T))) / panel * panel);
+}
 
 template <typename T>
 void run_small_copied(const KernelTable<T>& uk, int threads, T alpha, const SmallProduct<T>& sp, T beta) {
+    const int64_t chunk = copied_chunk_columns<T>(sp.b.rows);
     parallel_ranges(
         threads, sp.c.cols, kSmallPanelBytes / int64_t(sizeof(T)),
         [&](int, int64_t lo, int64_t hi) {
-            const View<const T> b = copy_b_columns(uk, sp, lo, hi);
-            uk.small(sp.c.rows, hi - lo, b.rows, alpha, sp.a.data, sp.a.rs, sp.a.cs, b.data, b.rs, beta, sp.c.data + lo,
-                     sp.c.rs);
+            for (int64_t j = lo; j < hi; j += chunk) {
+                const View<const T> b = copy_b_columns(uk, sp, j, std::min(hi, j + chunk));
+                uk.small(sp.c.rows, b.cols, b.rows, alpha, sp.a.data, sp.a.rs, sp.a.cs, b.data, b.rs, beta,
+                         sp.c.data + j, sp.c.rs);
+            }
         },
         kSmallPiecesPerThread);
 }
@@ -614,7 +627,8 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
         }
         if (plan == SmallB::copied && !ep.active()) {
             if (try_small_transposed(ks, main, [&] { return threads; }, alpha, sp, beta)) return;
-            if (threads > 1 && sp.c.rows <= kCopiedColumnsMaxM) return run_small_copied(main, threads, alpha, sp, beta);
+            if ((threads > 1 || sp.c.cols > copied_chunk_columns<T>(k)) && sp.c.rows <= kCopiedColumnsMaxM)
+                return run_small_copied(main, threads, alpha, sp, beta);
         }
         if (plan == SmallB::copied) sp.b = copy_b_columns(main, sp, 0, sp.c.cols);
         if (!ep.active()) {
