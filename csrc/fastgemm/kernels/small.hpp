@@ -35,12 +35,17 @@ constexpr int64_t kSmallPrefetchMaxM = 4;
 // reads a line of every one of its k columns, k streams no hardware prefetcher follows, so each k
 // step prefetches the line kSmallAheadARows rows further down (float32 x.T @ w, 3000 x 64 x 130,
 // 0.74x -> 1.21x NumPy on an Intel Xeon; an A within L2 lost: float64 700 x 20 x 20 0.90x ->
-// 0.84x). A template argument of small_panel (AHEAD_A), chosen per pass: a test in every
-// product's k loop cost float64 130 x 130 x 20 6%, one per row group in small_panel 5-8% on 700 x
-// 20 x 20. See docs/DESIGN.md, "Small products".
+// 0.84x) into L2, and its own group's line kSmallAheadAColumns steps on into L1: into L1, the
+// lines a group ahead (k of them, twice where columns start off a line) outgrew it past a few
+// hundred k (float64 x.T @ y.T 300 x 8 x 300 0.68-0.70x -> 0.83-0.85x NumPy, float32 x.T @ w
+// 3000 x 64 x 130 1.11-1.19x -> 1.32-1.37x; the own group's line alone lost the second). A
+// template argument of small_panel (AHEAD_A), chosen per pass: a test in every product's k loop
+// cost float64 130 x 130 x 20 6%, one per row group in small_panel 5-8% on 700 x 20 x 20. See
+// docs/DESIGN.md, "Small products".
 constexpr int64_t kSmallAheadAMinStride = 256;
 constexpr int64_t kSmallAheadABytes = 512 * 1024;
 constexpr int64_t kSmallAheadARows = 16;
+constexpr int64_t kSmallAheadAColumns = 8;
 // An A stored by rows of more than kSmallAheadRowsBytes comes from memory, each row group
 // broadcasting from RG rows at once: RG streams the hardware prefetchers left at 3.8 GB/s (float64
 // 3000 x 20 x 3000, 19 GFLOP/s), so each k step prefetches one of the group's rows, in turn,
@@ -120,10 +125,11 @@ struct NextItem {
 // hide the FMA latency that one row's chain over k would expose, and each B vector loaded serves
 // RG rows. K > 0 fixes the depth at compile time (the k loop unrolls fully); FULL: every vector
 // is whole, else the last one has `last`'s lanes and only it is masked. pf > 0: B's rows
-// prefetched pf steps ahead; AHEAD_A: A's element kSmallAheadARows rows down too (kAheadColumns)
-// or a row's kSmallAheadRowElems elements on, the group's rows in turn (kAheadRows). AHEAD: `next`
-// holds lines of a stack's next item to prefetch (a template argument: the check in each k step
-// cost single products of 80^3-96^3 4-6%).
+// prefetched pf steps ahead; AHEAD_A: A's element kSmallAheadARows rows down and
+// kSmallAheadAColumns steps on too (kAheadColumns) or a row's kSmallAheadRowElems elements on,
+// the group's rows in turn (kAheadRows). AHEAD: `next` holds lines of a stack's next item to
+// prefetch (a template argument: the check in each k step cost single products of 80^3-96^3
+// 4-6%).
 template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD, int AHEAD_A = kAheadNone>
 [[gnu::always_inline]] inline void small_sums(typename V::reg (&acc)[RG][NV], int64_t k, const typename V::T* a,
                                               int64_t rsa, int64_t csa, const typename V::T* b, int64_t rsb,
@@ -152,7 +158,10 @@ template <typename V, int RG, int NV, int K, bool FULL, bool AHEAD, int AHEAD_A 
         const T* bp = b + p * rsb;
         if constexpr (AHEAD)
             for (int l = 0; l < per && ahead < ahead_end; ++l, ahead += 64) __builtin_prefetch(ahead, 0, 2);
-        if constexpr (AHEAD_A == kAheadColumns) __builtin_prefetch(a + kSmallAheadARows * rsa + p * csa, 0, 3);
+        if constexpr (AHEAD_A == kAheadColumns) {
+            __builtin_prefetch(a + kSmallAheadARows * rsa + p * csa, 0, 1);
+            __builtin_prefetch(a + (p + kSmallAheadAColumns) * csa, 0, 3);
+        }
         if constexpr (AHEAD_A == kAheadRows) __builtin_prefetch(a + (p % RG) * rsa + p + kSmallAheadRowElems, 0, 3);
         if (pf && p + pf < k)
 #pragma GCC unroll 4
