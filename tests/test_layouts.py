@@ -126,16 +126,28 @@ def test_narrow_c_as_transposed(kernel, dtype, other_by_columns, c_layout, beta)
 # few-column product past 200 rows with short k, goes to the small kernels as C^T = B^T A^T and
 # is put into C (gemm.cpp, try_narrow_small_transposed): C of either order (by columns: n
 # narrow rows, B by rows; a C with elements apart takes other paths), the narrow operand either
-# way, beta 0 and 0.5, and the short products around kNarrowSmallCopyMinM / MinK (24 x 40 taken,
-# 23 x 63 not, 20 x 64 taken); 2 threads give 1 thread's bits, and an item of a stack the single
-# product's.
+# way, beta 0 and 0.5, the short products around kNarrowSmallCopyMinM / MinK (24 x 40 taken,
+# 23 x 63 not, 20 x 64 taken) and the half-width rows of B by rows around kHalfRowsLongMinM /
+# MinK (64 x 96 taken, 63 x 200 and 64 x 95 not); 2 threads give 1 thread's bits, and an item of
+# a stack the single product's.
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("other_by_columns", [False, True])
 @pytest.mark.parametrize("c_layout", ["C", "F", "stepped"])
 @pytest.mark.parametrize("beta", [0.0, 0.5])
 def test_narrow_c_small_as_transposed(kernel, dtype, other_by_columns, c_layout, beta):
     rng = np.random.default_rng(7)
-    for wide, k in ((677, 150), (300, 40), (250, 100), (8, 16), (24, 40), (23, 63), (20, 64)):
+    for wide, k in (
+        (677, 150),
+        (300, 40),
+        (250, 100),
+        (8, 16),
+        (24, 40),
+        (23, 63),
+        (20, 64),
+        (64, 96),
+        (63, 200),
+        (64, 95),
+    ):
         for n in (2, 3, 5, 6, 7, 8, 9, 11, 12):
             long_side = random_matrix(rng, (k, wide), dtype)
             narrow = random_matrix(rng, (n, k), dtype) if other_by_columns else random_matrix(rng, (k, n), dtype).T

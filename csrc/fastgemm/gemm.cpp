@@ -490,17 +490,24 @@ bool try_narrow_transposed(const KernelSet& ks, const KernelTable<T>& uk, T alph
 // 150 A.T @ W 0.85x -> 1.13x NumPy, 2707 x 11 x 253 1.85x -> 2.52x; 13 columns lost up to 8%),
 // for the few-column products few_columns_short leaves, and past kNarrowShortMinM rows with k
 // up to kHalfRowsMaxK for rows in half-width vectors (float32 7-8 columns on AVX-512: 838 x 8 x
-// 115 0.77x -> 1.15x, 2046 x 7 x 50 1.22x -> 1.75x); from kNarrowSmallMinM rows and
-// kNarrowSmallMinK of k; under kNarrowSmallCopyMinM rows with k under kNarrowSmallCopyMinK
-// moving C^T into C costs more than the idle lanes (200-item stacks float32 22 x 12 x 23
-// 0.82x -> 1.16x NumPy, 11 x 12 x 63 0.84x -> 1.33x; from k = 64 C^T won, 11 x 12 x 165 0.95x ->
-// 1.07x). Stack items run the same way item by item (small_item's narrow_columns), with the
-// single product's bits. See docs/DESIGN.md, "Narrow C as C^T".
+// 115 0.77x -> 1.15x, 2046 x 7 x 50 1.22x -> 1.75x), and with B by rows (x.T @ w) from
+// kHalfRowsLongMinM rows and kHalfRowsLongMinK of k, where each k step of C's one-vector
+// panel broadcast 8 elements of A for 8 FMAs (Intel Xeon, float32 64 x 8 x 1000 0.66-0.69x ->
+// 1.00-1.06x, 300 x 8 x 300 0.70-0.74x -> 1.08x, 100 x 8 x 100 1.03x -> 1.28-1.33x; 24 x 8 x
+// 64 2.30x -> 1.77-1.84x, 32 x 8 x 32 2.2x -> 1.86-1.89x, and x.T @ W.T, B copied, 64 x 8 x
+// 300 1.19x -> 1.03x lost); from kNarrowSmallMinM rows and kNarrowSmallMinK of k; under
+// kNarrowSmallCopyMinM rows with k under kNarrowSmallCopyMinK moving C^T into C costs more
+// than the idle lanes (200-item stacks float32 22 x 12 x 23 0.82x -> 1.16x NumPy, 11 x 12 x 63
+// 0.84x -> 1.33x; from k = 64 C^T won, 11 x 12 x 165 0.95x -> 1.07x). Stack items run the same
+// way item by item (small_item's narrow_columns), with the single product's bits. See
+// docs/DESIGN.md, "Narrow C as C^T".
 constexpr int64_t kNarrowSmallMinM = 8;
 constexpr int64_t kNarrowSmallMinK = 16;
 constexpr int64_t kNarrowSmallCopyMinM = 24;
 constexpr int64_t kNarrowSmallCopyMinK = 64;
 constexpr int64_t kHalfRowsMaxK = 128;
+constexpr int64_t kHalfRowsLongMinM = 64;
+constexpr int64_t kHalfRowsLongMinK = 96;
 
 // Whether try_narrow_small_transposed takes the oriented product sp.
 template <typename T>
@@ -509,7 +516,8 @@ bool narrow_small_transposed(const KernelSet& ks, const SmallProduct<T>& sp) {
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
     if (n >= uk.lanes || sp.a.rs != 1 || sp.a.cs == 1 || m < kNarrowSmallMinM || k < kNarrowSmallMinK) return false;
     if (m < kNarrowSmallCopyMinM && k < kNarrowSmallCopyMinK) return false;
-    const bool half_rows = 2 * n <= uk.lanes && m >= kNarrowShortMinM && k <= kHalfRowsMaxK;
+    const bool half_rows = 2 * n <= uk.lanes && ((m >= kNarrowShortMinM && k <= kHalfRowsMaxK) ||
+                                                 (sp.b.cs == 1 && m >= kHalfRowsLongMinM && k >= kHalfRowsLongMinK));
     if (4 * lanes_spanned(uk.tiles[1], n, uk.lanes) < 5 * n && !few_columns_short(m, k) && !half_rows) return false;
     return small_reads_a(ks.tuning, n, m, k, sp.b.rs, sizeof(T)) && !small_b_chunks(transposed_operands(sp));
 }
