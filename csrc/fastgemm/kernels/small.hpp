@@ -38,10 +38,11 @@ constexpr int64_t kSmallPrefetchMaxM = 4;
 // 0.84x) into L2, and its own group's line kSmallAheadAColumns steps on into L1: into L1, the
 // lines a group ahead (k of them, twice where columns start off a line) outgrew it past a few
 // hundred k (float64 x.T @ y.T 300 x 8 x 300 0.68-0.70x -> 0.83-0.85x NumPy, float32 x.T @ w
-// 3000 x 64 x 130 1.11-1.19x -> 1.32-1.37x; the own group's line alone lost the second). A
-// template argument of small_panel (AHEAD_A), chosen per pass: a test in every product's k loop
-// cost float64 130 x 130 x 20 6%, one per row group in small_panel 5-8% on 700 x 20 x 20. See
-// docs/DESIGN.md, "Small products".
+// 3000 x 64 x 130 1.11-1.19x -> 1.32-1.37x; the own group's line alone lost the second; in the
+// last steps it reaches past A, which a prefetch may: it never faults). A template argument of
+// small_panel (AHEAD_A), chosen per pass: a test in every product's k loop cost float64 130 x
+// 130 x 20 6%, one per row group in small_panel 5-8% on 700 x 20 x 20. See docs/DESIGN.md,
+// "Small products".
 constexpr int64_t kSmallAheadAMinStride = 256;
 constexpr int64_t kSmallAheadABytes = 512 * 1024;
 constexpr int64_t kSmallAheadARows = 16;
