@@ -128,8 +128,9 @@ def test_narrow_c_as_transposed(kernel, dtype, other_by_columns, c_layout, beta)
 # narrow rows, B by rows; a C with elements apart takes other paths), the narrow operand either
 # way, beta 0 and 0.5, the short products around kNarrowSmallCopyMinM / MinK (24 x 40 taken,
 # 23 x 63 not, 20 x 64 taken) and the half-width rows of B by rows around kHalfRowsLongMinM /
-# MinK (64 x 96 taken, 63 x 200 and 64 x 95 not); 2 threads give 1 thread's bits, and an item of
-# a stack the single product's.
+# MinK (64 x 96 taken, 63 x 200 and 64 x 95 not) and the float32 short k around
+# kNarrowShortKMinM (200 x 3 and 300 x 15 taken, 199 x 8 not); 2 threads give 1 thread's bits,
+# and an item of a stack the single product's.
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("other_by_columns", [False, True])
 @pytest.mark.parametrize("c_layout", ["C", "F", "stepped"])
@@ -147,6 +148,9 @@ def test_narrow_c_small_as_transposed(kernel, dtype, other_by_columns, c_layout,
         (64, 96),
         (63, 200),
         (64, 95),
+        (200, 3),
+        (199, 8),
+        (300, 15),
     ):
         for n in (2, 3, 5, 6, 7, 8, 9, 11, 12):
             long_side = random_matrix(rng, (k, wide), dtype)

@@ -494,10 +494,22 @@ def _assert_items_equal_single_products(a, b, c0, alpha, beta):
 # C^T on the small kernels (try_narrow_small_transposed) run so item by item in a stack
 # (small_item's narrow_columns), and the short ones it leaves in C's rows stay in place: each
 # item equals its single product bit for bit, alpha and beta included (64 x 8 x 96 and 70 x 4 x
-# 130: half-width rows of B by rows, kHalfRowsLongMinM / MinK).
+# 130: half-width rows of B by rows, kHalfRowsLongMinM / MinK; 200 x 3 x 8: short k from
+# kNarrowShortKMinM rows).
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
-    "shape", [(30, 12, 40), (24, 9, 16), (20, 11, 70), (22, 12, 23), (40, 5, 33), (9, 3, 64), (64, 8, 96), (70, 4, 130)]
+    "shape",
+    [
+        (30, 12, 40),
+        (24, 9, 16),
+        (20, 11, 70),
+        (22, 12, 23),
+        (40, 5, 33),
+        (9, 3, 64),
+        (64, 8, 96),
+        (70, 4, 130),
+        (200, 3, 8),
+    ],
 )
 @pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (-1.5, 0.5)])
 def test_stack_items_with_narrow_c_equal_single_products(kernel, shape, dtype, alpha, beta):

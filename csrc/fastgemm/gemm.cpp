@@ -508,13 +508,20 @@ constexpr int64_t kNarrowSmallCopyMinK = 64;
 constexpr int64_t kHalfRowsMaxK = 128;
 constexpr int64_t kHalfRowsLongMinM = 64;
 constexpr int64_t kHalfRowsLongMinK = 96;
+// Under kNarrowSmallMinK of k, float32 from kNarrowShortKMinM rows: C's rows of 3-8 columns
+// spent a masked 16-lane vector on each row and k step (Intel Xeon, float32 A.T @ W 3000 x 3 x
+// 3 0.80-0.87x -> 1.24-1.25x NumPy, 1000 x 3 x 8 0.75-0.77x -> 1.61-1.63x, 300 x 3 x 8 1.27x ->
+// 2.13x, A.T @ W.T 1000 x 3 x 8 0.69-0.71x -> 1.54-1.58x); float64 lost some (3000 x 3 x 3 1.25x
+// -> 1.11x, 600 x 6 x 12 1.10x -> 0.96-0.99x) and keeps the bound.
+constexpr int64_t kNarrowShortKMinM = 200;
 
 // Whether try_narrow_small_transposed takes the oriented product sp.
 template <typename T>
 bool narrow_small_transposed(const KernelSet& ks, const SmallProduct<T>& sp) {
     const KernelTable<T>& uk = main_table<T>(ks);
     const int64_t m = sp.c.rows, n = sp.c.cols, k = sp.a.cols;
-    if (n >= uk.lanes || sp.a.rs != 1 || sp.a.cs == 1 || m < kNarrowSmallMinM || k < kNarrowSmallMinK) return false;
+    if (n >= uk.lanes || sp.a.rs != 1 || sp.a.cs == 1 || m < kNarrowSmallMinM) return false;
+    if (k < kNarrowSmallMinK && !(sizeof(T) == 4 && m >= kNarrowShortKMinM)) return false;
     if (m < kNarrowSmallCopyMinM && k < kNarrowSmallCopyMinK) return false;
     const bool half_rows = 2 * n <= uk.lanes && ((m >= kNarrowShortMinM && k <= kHalfRowsMaxK) ||
                                                  (sp.b.cs == 1 && m >= kHalfRowsLongMinM && k >= kHalfRowsLongMinK));
