@@ -192,8 +192,8 @@ View<const T> copy_b_columns(const KernelTable<T>& uk, const SmallProduct<T>& sp
 // 512 bytes apart ran no faster on 2 threads than on 1). With more rows the copy is a small part
 // and splitting the rows won (512 x 512 x 32 float32: columns 0.58x); see docs/DESIGN.md, "Small
 // products". Columns are handed out in whole panels (a line at a time left 128^3 one-vector
-// panels: 178 against 227 GFLOP/s) and copied copied_chunk_columns at a time; each element is
-// computed as on one thread.
+// panels: 178 against 227 GFLOP/s) and copied `chunk` (copied_chunk_columns) at a time; each
+// element is computed as on one thread.
 constexpr int64_t kCopiedColumnsMaxM = 128;
 
 // Columns of B a thread copies at a time: whole panels filling half of L1, so the kernels read
@@ -206,8 +206,8 @@ int64_t copied_chunk_columns(int64_t k) {
 }
 
 template <typename T>
-void run_small_copied(const KernelTable<T>& uk, int threads, T alpha, const SmallProduct<T>& sp, T beta) {
-    const int64_t chunk = copied_chunk_columns<T>(sp.b.rows);
+void run_small_copied(const KernelTable<T>& uk, int threads, T alpha, const SmallProduct<T>& sp, T beta,
+                      int64_t chunk) {
     parallel_ranges(
         threads, sp.c.cols, kSmallPanelBytes / int64_t(sizeof(T)),
         [&](int, int64_t lo, int64_t hi) {
@@ -642,8 +642,9 @@ void compute(T alpha, View<const T> a, View<const T> b, T beta, View<T> c, const
         }
         if (plan == SmallB::copied && !ep.active()) {
             if (try_small_transposed(ks, main, [&] { return threads; }, alpha, sp, beta)) return;
-            if ((threads > 1 || sp.c.cols > copied_chunk_columns<T>(k)) && sp.c.rows <= kCopiedColumnsMaxM)
-                return run_small_copied(main, threads, alpha, sp, beta);
+            const int64_t chunk = copied_chunk_columns<T>(k);
+            if ((threads > 1 || sp.c.cols > chunk) && sp.c.rows <= kCopiedColumnsMaxM)
+                return run_small_copied(main, threads, alpha, sp, beta, chunk);
         }
         if (plan == SmallB::copied) sp.b = copy_b_columns(main, sp, 0, sp.c.cols);
         if (!ep.active()) {
