@@ -261,7 +261,9 @@ def test_column_tail_stacks(kernel, dtype, m, tail, b_by_columns, k):
 # KiB, rows not a whole number of 64-byte vectors apart go in groups of rows that share their
 # offset in a line, 2-16 rows apart (301 x 98 x 2, 130 x 130 x 3, float32 70 x 200 x 4, 37 x 700
 # x 5, 21 x 1300 x 7); B past 32 KiB goes in blocks of columns (5 x 1500 x 6, 9 x 700 x 8, 21 x
-# 1300 x 7); a C past half of L2 goes to the kernel whole (2100 x 130 x 3, float64).
+# 1300 x 7); a C past half of L2 goes to the kernel whole (2100 x 130 x 3, float64). Where a
+# group is one row (AVX2 from k = 5) only rows from 1 KiB sweep, narrower ones take the panels
+# (the bound's edges: 256 / 255 float32 and 128 / 127 float64 columns).
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "shape",
@@ -283,6 +285,10 @@ def test_column_tail_stacks(kernel, dtype, m, tail, b_by_columns, k):
         (37, 700, 5),
         (21, 1300, 7),
         (2100, 130, 3),
+        (13, 256, 8),
+        (13, 255, 8),
+        (13, 128, 6),
+        (13, 127, 6),
     ],
 )
 @pytest.mark.parametrize("layout", ["NN", "TN", "TT"])
