@@ -630,6 +630,21 @@ def test_stack_runs_with_b_by_columns(kernel, shape, dtype, a_by_columns, batch)
         assert np.array_equal(c[idx], fastgemm.matmul(a[idx], b[idx])), f"item {idx}"
 
 
+# 32^3 items past 8 MiB (400 of them): where a row is more than 4 vectors (AVX2 float64) the
+# panels take them instead of the fixed kernel, with the same bits.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["NN", "TT"])
+def test_stack_of_32_cubes_past_the_fixed_bound(kernel, dtype, layout):
+    rng = np.random.default_rng(32)
+    a, b = _rand(rng, (400, 32, 32), dtype), _rand(rng, (400, 32, 32), dtype)
+    if layout == "TT":
+        a, b = a.swapaxes(-1, -2), b.swapaxes(-1, -2)
+    c = fastgemm.matmul(a, b)
+    _check_stack(c, a, b)
+    for i in (0, 257, 399):
+        assert np.array_equal(c[i], fastgemm.matmul(a[i], b[i])), f"item {i}"
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n", (2, 3, 8, 16, 20))
 @pytest.mark.parametrize("alpha, beta", [(1.0, 0.0), (-0.5, 1.0), (2.0, -3.0), (0.0, 2.0), (1.5, 0.0)])

@@ -795,6 +795,12 @@ template <int N, int PanelCols, typename T, typename F, typename After>
         [&](const T* ai, const T* bi, T* ci, NextItem* nx) { product(ai, rsa, bi, rsb, ci, rsc, nx); }, after);
 }
 
+// 32^3 items with rows of more than 4 vectors (AVX2 float64: 8) take the fixed kernel only in
+// stacks up to this many bytes: past them the panels ran faster (Zen 3, 1 thread, fixed ->
+// panels, GFLOP/s: float64 1000 x 32^3 14.6-17.7 -> 21.5-23.7, x NumPy 200 items 1.54-1.74 ->
+// 1.34-1.36; the cause not pinned down).
+constexpr int64_t kFixedLongRowsStackBytes = int64_t(8) << 20;
+
 // A run of same-shaped small products (a stack, or one axis of it): the shape is decided once,
 // not per item, and the square sizes stacks are made of get a kernel fixed at compile time.
 // after(a, b, c) runs on each item right after it (the tail's dots).
@@ -844,7 +850,9 @@ void stack_items(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
                 if constexpr (16 % W == 0) return fixed(std::integral_constant<int, 16>{}, Tag<V>{});
                 break;
             case 32:
-                if constexpr (32 % W == 0) return fixed(std::integral_constant<int, 32>{}, Tag<V>{});
+                if constexpr (32 % W == 0)
+                    if (32 / W <= 4 || stack_bytes<T>(s, 32, 32, 32) <= kFixedLongRowsStackBytes)
+                        return fixed(std::integral_constant<int, 32>{}, Tag<V>{});
                 break;
             default: break;
         }
