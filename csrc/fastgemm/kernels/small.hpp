@@ -421,16 +421,17 @@ constexpr int short_k_group(int K) {
     return rg;
 }
 
-// A group of one row (AVX2's 16 registers from k = 5) loads k B vectors for every vector of C
-// its row writes, where the panels load one for four rows: short_k takes such products only for
-// C's rows from this many bytes, over which the panels' pass down the rows a panel at a time
-// costs more (Zen 3, 1 thread, fastgemm / NumPy short_k -> panels: float32 1000 x 20 x 8 0.61
-// -> 1.16, 1000 x 200 x 8 0.93-0.98 -> 1.20-1.37, float64 1000 x 40 x 5 1.17-1.22 -> 1.48-1.58;
-// 1000 x 300 x 5 1.38-1.66 -> 1.20, float64 1000 x 1000 x 8 1.08-1.16 -> 0.98).
+// short_k takes a C wider than a panel of PV vectors with k <= kShortKMax. A group of one row
+// (AVX2's 16 registers from k = 5) loads k B vectors for every vector of C its row writes, where
+// the panels load one for four rows: such products only for C's rows from this many bytes, over
+// which the panels' pass down the rows a panel at a time costs more (Zen 3, 1 thread, fastgemm /
+// NumPy short_k -> panels: float32 1000 x 20 x 8 0.61 -> 1.16, 1000 x 200 x 8 0.93-0.98 ->
+// 1.20-1.37, float64 1000 x 40 x 5 1.17-1.22 -> 1.48-1.58; 1000 x 300 x 5 1.38-1.66 -> 1.20,
+// float64 1000 x 1000 x 8 1.08-1.16 -> 0.98).
 constexpr int64_t kShortKOneRowMinBytes = 1024;
-template <typename V>
+template <typename V, int PV>
 constexpr bool short_k_takes(int64_t n, int64_t k) {
-    return k <= kShortKMax &&
+    return n > PV * V::W && k <= kShortKMax &&
            (short_k_group<V>(int(k)) > 1 || n * int64_t(sizeof(typename V::T)) >= kShortKOneRowMinBytes);
 }
 
@@ -499,7 +500,7 @@ void small_pass(int64_t m, int64_t n, int64_t k, typename V::T alpha, const type
                 const SmallSums<typename V::T>& sums, NextItem* next, bool rows_ahead = false) {
     static_assert(PV >= 1 && PV <= 4, "one case per panel width");
     constexpr int W = V::W;
-    if (!next && n > PV * W && short_k_takes<V>(n, k) && !sums.from && !sums.to)
+    if (!next && short_k_takes<V, PV>(n, k) && !sums.from && !sums.to)
         return short_k<V>(m, n, k, alpha, a, rsa, csa, b, rsb, beta, c, rsc);
     // A panel NV vectors wide at column j0 (FULL: no masks, `last` unread), A prefetched ahead
     // where small_ahead_a says so for this pass, or along its rows where `rows_ahead` (the whole
@@ -670,9 +671,9 @@ constexpr int64_t stack_bytes(const StackRun& s, int64_t m, int64_t n, int64_t k
     return (span(s.sa, m * k) + span(s.sb, k * n) + s.count * m * n) * int64_t(sizeof(T));
 }
 
-// Stacks of short_k items (short_k_takes, C wider than a panel) up to this many bytes sweep
-// each item's C rows as a single product does, without the next item's prefetch: in cache the
-// sweep won, from memory the panels and that prefetch did (see docs/DESIGN.md, "Small products").
+// Stacks of short_k items (short_k_takes) up to this many bytes sweep each item's C rows as a
+// single product does, without the next item's prefetch: in cache the sweep won, from memory the
+// panels and that prefetch did (see docs/DESIGN.md, "Small products").
 constexpr int64_t kShortKStackBytes = int64_t(8) << 20;
 
 // product(a, b, c, next) and then after(a, b, c) for each item of a run, next the lines of the
@@ -915,8 +916,7 @@ void stack_items(const StackRun& s, int64_t m, int64_t n, int64_t k, typename V:
     }
     // A run of short_k items within kShortKStackBytes goes without the next item's prefetch, so
     // small_pass sweeps each item as it does a single product.
-    const bool short_k_in_cache =
-        n > PV * W && short_k_takes<V>(n, k) && stack_bytes<T>(s, m, n, k) <= kShortKStackBytes;
+    const bool short_k_in_cache = short_k_takes<V, PV>(n, k) && stack_bytes<T>(s, m, n, k) <= kShortKStackBytes;
     each_item<PV * W>(
         s, m, n, k, a, rsa, csa, b, rsb, c, rsc,
         [&](const T* ai, const T* bi, T* ci, NextItem* nx) {
